@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Installs what the Makefile's targets need, skipping whatever is already there.
+#   scripts/setup.sh wasm      wasm32 target, wasm-bindgen-cli 0.2.130, wasm-pack
+#   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
+set -euo pipefail
+
+WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen pinned in Cargo.toml
+WASM_PACK_VERSION=0.15.1
+
+has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -q "$2"; }
+
+setup_wasm() {
+  rustup target list --installed | grep -qx wasm32-unknown-unknown ||
+    rustup target add wasm32-unknown-unknown
+  has_version wasm-bindgen "$WASM_BINDGEN_VERSION" ||
+    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+  has_version wasm-pack "$WASM_PACK_VERSION" ||
+    cargo install wasm-pack --version "$WASM_PACK_VERSION"
+}
+
+setup_browser() {
+  local missing=()
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
+  [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
+  ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
+  [ ${#missing[@]} -eq 0 ] && return
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+}
+
+for what in "$@"; do
+  case "$what" in
+    wasm) setup_wasm ;;
+    browser) setup_browser ;;
+    *) echo "setup.sh: unknown component '$what'" >&2; exit 2 ;;
+  esac
+done

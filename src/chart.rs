@@ -1,0 +1,90 @@
+//! The run's charts: training loss per log interval and test accuracy per epoch, drawn with
+//! plotters on any backend (SVG for the CLI's loss.svg).
+
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use thiserror::Error;
+
+use crate::metrics::RunMetrics;
+
+const SIZE: (u32, u32) = (960, 400);
+const LOSS_COLOR: RGBColor = RGBColor(31, 119, 180);
+const ACCURACY_COLOR: RGBColor = RGBColor(214, 39, 40);
+
+type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+
+/// Training loss against step.
+pub fn draw_loss<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, metrics: &RunMetrics) -> DrawResult<DB> {
+    let max_step = metrics.losses.last().map_or(1, |p| p.step).max(1);
+    let max_loss = metrics.losses.iter().map(|p| p.loss).fold(0.1f32, f32::max);
+    let mut chart = ChartBuilder::on(area)
+        .caption("Training loss", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0..max_step, 0f32..max_loss * 1.05)?;
+    chart.configure_mesh().x_desc("step").y_desc("cross-entropy").draw()?;
+    chart.draw_series(LineSeries::new(
+        metrics.losses.iter().map(|p| (p.step, p.loss)),
+        LOSS_COLOR.stroke_width(2),
+    ))?;
+    Ok(())
+}
+
+/// Test accuracy against epoch.
+pub fn draw_accuracy<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, metrics: &RunMetrics) -> DrawResult<DB> {
+    let epochs = metrics.config.epochs.max(1);
+    let low = metrics.epochs.iter().map(|e| e.accuracy()).fold(90.0, f64::min).floor();
+    let mut chart = ChartBuilder::on(area)
+        .caption("Test accuracy", ("sans-serif", 18))
+        .margin(10)
+        .x_label_area_size(35)
+        .y_label_area_size(50)
+        .build_cartesian_2d(0..epochs, low..100.0)?;
+    chart.configure_mesh().x_desc("epoch").y_desc("%").draw()?;
+    let points: Vec<(usize, f64)> = metrics.epochs.iter().map(|e| (e.epoch, e.accuracy())).collect();
+    chart.draw_series(LineSeries::new(points.iter().copied(), ACCURACY_COLOR.stroke_width(2)))?;
+    chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, ACCURACY_COLOR.filled())))?;
+    Ok(())
+}
+
+#[derive(Debug, Error)]
+#[error("drawing the chart failed: {0}")]
+pub struct ChartError(String);
+
+/// Both charts side by side as an SVG document.
+pub fn render_svg(metrics: &RunMetrics) -> Result<String, ChartError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        let draw = || -> DrawResult<SVGBackend<'_>> {
+            root.fill(&WHITE)?;
+            let (left, right) = root.split_horizontally(SIZE.0 / 2);
+            draw_loss(&left, metrics)?;
+            draw_accuracy(&right, metrics)?;
+            root.present()
+        };
+        draw().map_err(|e| ChartError(e.to_string()))?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::TrainConfig;
+    use crate::metrics::LossPoint;
+    use crate::train::EpochReport;
+
+    #[test]
+    fn svg_shows_both_series() {
+        let mut metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
+        metrics.losses = (1..=5).map(|s| LossPoint { step: s * 100, epoch: 1, loss: 2.0 / s as f32 }).collect();
+        metrics.epochs = vec![EpochReport { epoch: 1, test_loss: 0.1, correct: 9800, total: 10000 }];
+        let svg = render_svg(&metrics).unwrap();
+        assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
+        assert!(svg.contains("Training loss") && svg.contains("Test accuracy"));
+        assert!(svg.contains("<polyline"), "a loss line is drawn");
+        assert!(svg.contains("<circle"), "an accuracy point is drawn");
+    }
+}

@@ -1,0 +1,11 @@
+//! webtrain: train the classic MNIST CNNs on the GPU, in the browser through WebGPU and natively
+//! through wgpu, with one async training loop that the CLI and the page both drive.
+
+pub mod chart;
+pub mod config;
+pub mod data;
+pub mod device;
+pub mod metrics;
+pub mod model;
+pub mod platform;
+pub mod train;

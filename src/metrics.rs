@@ -1,0 +1,100 @@
+//! What a run produced, gathered from its events: written as metrics.json by the CLI and
+//! charted by the CLI and the page alike.
+
+use serde::{Deserialize, Serialize};
+
+use crate::config::TrainConfig;
+use crate::train::{Divergence, EpochReport, Outcome, TrainEvent};
+
+/// A training loss read back at a log interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LossPoint {
+    pub step: usize,
+    pub epoch: usize,
+    pub loss: f32,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct RunMetrics {
+    pub config: TrainConfig,
+    /// The backend and adapter that trained, as shown to the user.
+    pub backend: String,
+    pub losses: Vec<LossPoint>,
+    pub epochs: Vec<EpochReport>,
+    pub samples_per_sec: f64,
+    pub outcome: Option<Outcome>,
+    pub divergence: Option<Divergence>,
+}
+
+impl RunMetrics {
+    pub fn new(config: TrainConfig, backend: String) -> Self {
+        Self {
+            config,
+            backend,
+            losses: Vec::new(),
+            epochs: Vec::new(),
+            samples_per_sec: 0.0,
+            outcome: None,
+            divergence: None,
+        }
+    }
+
+    pub fn record(&mut self, event: &TrainEvent) {
+        match event {
+            TrainEvent::Step(step) => {
+                self.samples_per_sec = step.samples_per_sec;
+                if let Some(loss) = step.loss {
+                    self.losses.push(LossPoint { step: step.step, epoch: step.epoch, loss });
+                }
+            }
+            TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
+            TrainEvent::Diverged(divergence) => {
+                self.divergence = Some(divergence.clone());
+                self.outcome = Some(Outcome::Diverged);
+            }
+            TrainEvent::Done { outcome, samples_per_sec } => {
+                self.outcome = Some(*outcome);
+                self.samples_per_sec = *samples_per_sec;
+            }
+        }
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("metrics are plain data")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::train::StepReport;
+
+    #[test]
+    fn records_logged_losses_epochs_and_outcome() {
+        let mut metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
+        let step = |step, loss| {
+            TrainEvent::Step(StepReport {
+                epoch: 1,
+                step,
+                batch: step - 1,
+                batches_per_epoch: 10,
+                batch_size: 64,
+                seen: 64 * step,
+                epoch_len: 640,
+                loss,
+                samples_per_sec: 100.0,
+            })
+        };
+        metrics.record(&step(1, Some(2.3)));
+        metrics.record(&step(2, None));
+        metrics.record(&TrainEvent::Epoch(EpochReport { epoch: 1, test_loss: 0.5, correct: 9, total: 10 }));
+        metrics.record(&TrainEvent::Done { outcome: Outcome::Completed, samples_per_sec: 123.0 });
+        assert_eq!(metrics.losses, vec![LossPoint { step: 1, epoch: 1, loss: 2.3 }]);
+        assert_eq!(metrics.epochs.len(), 1);
+        assert_eq!(metrics.outcome, Some(Outcome::Completed));
+        let json: serde_json::Value = serde_json::from_str(&metrics.to_json()).unwrap();
+        assert_eq!(json["samples_per_sec"], 123.0);
+        assert_eq!(json["config"]["batch_size"], 64);
+        assert_eq!(json["epochs"][0]["correct"], 9);
+    }
+}

@@ -1,0 +1,148 @@
+//! The two classic MNIST CNNs, initialised as PyTorch initialises them.
+
+use burn::module::Param;
+use burn::nn::conv::{Conv2d, Conv2dConfig};
+use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
+use burn::nn::{Initializer, Linear, LinearConfig, Relu};
+use burn::prelude::*;
+use burn::tensor::TensorData;
+use rand::rngs::StdRng;
+use rand::{RngExt, SeedableRng};
+
+use crate::config::ModelKind;
+
+/// conv(1,c1,5)-maxpool2-conv(c1,c2,5)-maxpool2-fc(16·c2,hidden)-fc(hidden,10), ReLU after each
+/// conv and after fc1.
+#[derive(Module, Debug)]
+pub struct Net {
+    conv1: Conv2d,
+    conv2: Conv2d,
+    pool: MaxPool2d,
+    fc1: Linear,
+    fc2: Linear,
+    activation: Relu,
+}
+
+#[derive(Config, Debug)]
+pub struct NetConfig {
+    conv1_channels: usize,
+    conv2_channels: usize,
+    hidden: usize,
+    #[config(default = 10)]
+    classes: usize,
+}
+
+impl From<ModelKind> for NetConfig {
+    fn from(kind: ModelKind) -> Self {
+        match kind {
+            ModelKind::Lenet => NetConfig::new(20, 50, 500),
+            ModelKind::LenetSmall => NetConfig::new(10, 20, 50),
+        }
+    }
+}
+
+/// Side of the feature maps after the second pool: 28 -conv5-> 24 -pool-> 12 -conv5-> 8 -pool-> 4.
+const FINAL_SIDE: usize = 4;
+const KERNEL: usize = 5;
+
+/// Draws every parameter from U(-1/√fan_in, 1/√fan_in), which is what PyTorch's
+/// kaiming_uniform(a=√5) weights and its bias init both come to. The values are drawn on the
+/// host from the run's seed so that every backend starts from the same weights.
+struct PytorchInit {
+    rng: StdRng,
+}
+
+impl PytorchInit {
+    fn param<const D: usize>(&mut self, shape: [usize; D], fan_in: usize, device: &Device) -> Param<Tensor<D>> {
+        let bound = 1.0 / (fan_in as f32).sqrt();
+        let values: Vec<f32> =
+            (0..shape.iter().product()).map(|_| self.rng.random_range(-bound..bound)).collect();
+        Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
+    }
+
+    fn conv(&mut self, channels: [usize; 2], device: &Device) -> Conv2d {
+        let mut conv = Conv2dConfig::new(channels, [KERNEL, KERNEL])
+            .with_initializer(Initializer::Zeros)
+            .init(device);
+        let fan_in = channels[0] * KERNEL * KERNEL;
+        conv.weight = self.param([channels[1], channels[0], KERNEL, KERNEL], fan_in, device);
+        conv.bias = Some(self.param([channels[1]], fan_in, device));
+        conv
+    }
+
+    fn linear(&mut self, inputs: usize, outputs: usize, device: &Device) -> Linear {
+        let mut linear =
+            LinearConfig::new(inputs, outputs).with_initializer(Initializer::Zeros).init(device);
+        // burn stores a Linear weight as [in, out], PyTorch as [out, in].
+        linear.weight = self.param([inputs, outputs], inputs, device);
+        linear.bias = Some(self.param([outputs], inputs, device));
+        linear
+    }
+}
+
+impl NetConfig {
+    pub fn init(&self, device: &Device, seed: u64) -> Net {
+        let mut init = PytorchInit { rng: StdRng::seed_from_u64(seed) };
+        let flat = self.conv2_channels * FINAL_SIDE * FINAL_SIDE;
+        Net {
+            conv1: init.conv([1, self.conv1_channels], device),
+            conv2: init.conv([self.conv1_channels, self.conv2_channels], device),
+            pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
+            fc1: init.linear(flat, self.hidden, device),
+            fc2: init.linear(self.hidden, self.classes, device),
+            activation: Relu::new(),
+        }
+    }
+}
+
+impl Net {
+    /// [batch, 1, 28, 28] -> logits [batch, classes]
+    pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
+        let x = self.activation.forward(self.conv1.forward(images)); // [b, c1, 24, 24]
+        let x = self.pool.forward(x); // [b, c1, 12, 12]
+        let x = self.activation.forward(self.conv2.forward(x)); // [b, c2, 8, 8]
+        let x = self.pool.forward(x); // [b, c2, 4, 4]
+        let x = x.flatten::<2>(1, 3); // [b, c2·16], in PyTorch's view(-1, c2·16) order
+        let x = self.activation.forward(self.fc1.forward(x)); // [b, hidden]
+        self.fc2.forward(x) // [b, classes]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_ten_logits_per_image() {
+        let device = Device::flex();
+        for kind in [ModelKind::Lenet, ModelKind::LenetSmall] {
+            let net = NetConfig::from(kind).init(&device, 1);
+            let logits = net.forward(Tensor::zeros([3, 1, 28, 28], &device));
+            assert_eq!(logits.dims(), [3, 10], "{kind}");
+        }
+    }
+
+    #[test]
+    fn parameter_counts_match_pytorch() {
+        let device = Device::flex();
+        assert_eq!(NetConfig::from(ModelKind::Lenet).init(&device, 1).num_params(), 431_080);
+        assert_eq!(NetConfig::from(ModelKind::LenetSmall).init(&device, 1).num_params(), 21_840);
+    }
+
+    #[test]
+    fn init_is_pytorch_uniform_and_seeded() {
+        let device = Device::flex();
+        let config = NetConfig::from(ModelKind::LenetSmall);
+        let fc1 = |seed| {
+            config.init(&device, seed).fc1.weight.val().into_data().try_to_vec::<f32>().unwrap()
+        };
+        let values = fc1(3);
+        let bound = 1.0 / 320f32.sqrt();
+        assert!(values.iter().all(|v| v.abs() <= bound));
+        // A uniform draw over ±bound has a standard deviation of bound/√3.
+        let std = (values.iter().map(|v| v * v).sum::<f32>() / values.len() as f32).sqrt();
+        assert!((std - bound / 3f32.sqrt()).abs() < 0.01 * bound, "std {std}");
+        assert_eq!(values, fc1(3));
+        assert_ne!(values, fc1(4));
+    }
+}

@@ -1,0 +1,88 @@
+//! The `webtrain` binary, as a user runs it.
+
+use std::process::{Command, Output};
+
+fn webtrain(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_webtrain"))
+        .args(args)
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .unwrap()
+}
+
+/// Bad input ends in exit code 2 and exactly one line on stderr, never a panic.
+fn assert_rejected(args: &[&str], expected: &str) {
+    let output = webtrain(args);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{args:?}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{args:?}: {stderr}");
+    assert!(stderr.contains(expected), "{args:?}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn bad_flags_get_one_clear_line_and_exit_2() {
+    assert_rejected(&["train", "--lr", "abc"], "--lr");
+    assert_rejected(&["train", "--lr", "NaN"], "learning rate must be a positive finite number");
+    assert_rejected(&["train", "--lr", "-1"], "learning rate");
+    assert_rejected(&["train", "--momentum", "1"], "momentum must be at least 0 and below 1");
+    assert_rejected(&["train", "--batch-size", "0"], "batch size must be at least 1");
+    assert_rejected(&["train", "--epochs", "0"], "epochs must be at least 1");
+    assert_rejected(&["train", "--model", "resnet"], "unknown model 'resnet'");
+    assert_rejected(&["train", "--optimizer", "rmsprop"], "unknown optimizer");
+    assert_rejected(&["train", "--backend", "tpu"], "unknown backend");
+    assert_rejected(&["train", "--bogus"], "--bogus");
+}
+
+#[test]
+fn missing_or_corrupt_data_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().to_str().unwrap();
+    assert_rejected(&["train", "--data", data], "make data");
+    for name in ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"] {
+        std::fs::write(dir.path().join(name), b"\x00\x00\x08\x03\x00\x00").unwrap();
+    }
+    assert_rejected(&["train", "--data", data], "train-images-idx3-ubyte: truncated header");
+}
+
+#[test]
+fn a_short_cpu_run_prints_pytorch_style_logs_and_writes_its_files() {
+    let out = tempfile::tempdir().unwrap();
+    let output = webtrain(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--epochs",
+        "2",
+        "--train-limit",
+        "640",
+        "--test-limit",
+        "200",
+        "--log-interval",
+        "5",
+        "--out",
+        out.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
+    assert!(stdout.starts_with("Backend: cpu backend on flex (CPU)"), "{stdout}");
+    assert!(stdout.contains("Train Epoch: 1 [0/640 (0%)]\tLoss: "), "{stdout}");
+    assert!(stdout.contains("Train Epoch: 2 [320/640 (50%)]\tLoss: "), "{stdout}");
+    assert_eq!(stdout.matches("Test set: Average loss: ").count(), 2, "{stdout}");
+    assert!(stdout.contains("/200 ("), "{stdout}");
+
+    let metrics: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.path().join("metrics.json")).unwrap()).unwrap();
+    assert_eq!(metrics["config"]["model"], "lenet-small");
+    assert_eq!(metrics["outcome"], "completed");
+    assert_eq!(metrics["losses"].as_array().unwrap().len(), 4);
+    assert_eq!(metrics["epochs"].as_array().unwrap().len(), 2);
+    assert!(metrics["samples_per_sec"].as_f64().unwrap() > 0.0);
+    let svg = std::fs::read_to_string(out.path().join("loss.svg")).unwrap();
+    assert!(svg.contains("<polyline"));
+    let model = std::fs::metadata(out.path().join("model.bpk")).unwrap();
+    // 21,840 f32 parameters
+    assert!(model.len() > 21_840 * 4, "{} bytes", model.len());
+}
