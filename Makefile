@@ -1,4 +1,4 @@
-# webtrain: `make serve` trains (the page arrives with the browser issue), `make test` tests.
+# webtrain: `make serve` opens the trainer page at http://127.0.0.1:8080, `make test` tests.
 # Every target installs what it needs, skipping what is already installed.
 
 export CARGO_TARGET_DIR ?= $(HOME)/.cache/webtrain/target
@@ -6,19 +6,20 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/webtrain/target
 export WASM_BINDGEN_TEST_TIMEOUT ?= 900
 CHROMEDRIVER ?= /usr/bin/chromedriver
 
-.PHONY: serve train test data setup
+.PHONY: serve train test data
 
 data:
 	scripts/fetch-mnist.sh data/mnist
 
-setup:
-	scripts/setup.sh wasm browser
+serve: data
+	scripts/setup.sh trunk
+	trunk serve --release --offline
 
 train: data
-	cargo run --release -- train
+	cargo run -- train
 
-serve: train
-
-test: data setup
+test: data
+	scripts/setup.sh trunk browser e2e
 	cargo test
-	wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web
+	wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback
+	scripts/e2e.sh

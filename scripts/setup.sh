@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Installs what the Makefile's targets need, skipping whatever is already there.
 #   scripts/setup.sh wasm      wasm32 target, wasm-bindgen-cli 0.2.130, wasm-pack
+#   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
+#   scripts/setup.sh e2e       playwright-core for the end-to-end tests (npm, no browser download)
 set -euo pipefail
+cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen pinned in Cargo.toml
 WASM_PACK_VERSION=0.15.1
+TRUNK_VERSION=0.21.14
 
 has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -q "$2"; }
 
@@ -16,6 +20,12 @@ setup_wasm() {
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
   has_version wasm-pack "$WASM_PACK_VERSION" ||
     cargo install wasm-pack --version "$WASM_PACK_VERSION"
+}
+
+setup_trunk() {
+  setup_wasm
+  # --locked: a newer cssparser breaks lightningcss, trunk's CSS minifier.
+  has_version trunk "$TRUNK_VERSION" || cargo install trunk --version "$TRUNK_VERSION" --locked
 }
 
 setup_browser() {
@@ -30,10 +40,17 @@ setup_browser() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
 }
 
+setup_e2e() {
+  [ -d tests/e2e/node_modules/playwright-core ] ||
+    (cd tests/e2e && npm ci --no-audit --no-fund)
+}
+
 for what in "$@"; do
   case "$what" in
     wasm) setup_wasm ;;
+    trunk) setup_trunk ;;
     browser) setup_browser ;;
+    e2e) setup_e2e ;;
     *) echo "setup.sh: unknown component '$what'" >&2; exit 2 ;;
   esac
 done

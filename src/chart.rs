@@ -11,7 +11,9 @@ const SIZE: (u32, u32) = (960, 400);
 const LOSS_COLOR: RGBColor = RGBColor(31, 119, 180);
 const ACCURACY_COLOR: RGBColor = RGBColor(214, 39, 40);
 
-type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
+/// One of the charts, drawn on any plotters backend: SVG natively, a canvas in the page.
+pub type DrawFn<DB> = fn(&DrawingArea<DB, Shift>, &RunMetrics) -> DrawResult<DB>;
 
 /// Training loss against step.
 pub fn draw_loss<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, metrics: &RunMetrics) -> DrawResult<DB> {

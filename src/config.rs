@@ -36,6 +36,8 @@ pub enum ConfigError {
     Momentum(f64),
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    #[error("{name} must be {expected}, got '{value}'")]
+    NotANumber { name: &'static str, expected: &'static str, value: String },
 }
 
 impl FromStr for ModelKind {
@@ -136,6 +138,68 @@ impl TrainConfig {
     }
 }
 
+/// Parses a number setting, naming the setting when the text is not a number.
+fn number<T: FromStr>(name: &'static str, expected: &'static str, value: &str) -> Result<T, ConfigError> {
+    value.trim().parse().map_err(|_| ConfigError::NotANumber { name, expected, value: value.to_string() })
+}
+
+/// An optional count: empty means none.
+fn limit(name: &'static str, value: &str) -> Result<Option<usize>, ConfigError> {
+    match value.trim() {
+        "" => Ok(None),
+        text => number(name, "a whole number", text).map(Some),
+    }
+}
+
+impl TrainConfig {
+    /// Sets one setting from text, by the name the CLI's flag has with `_` for `-` (`batch_size`),
+    /// as the page's URL query and form carry them. Returns false for a name that is no setting.
+    pub fn set(&mut self, name: &str, value: &str) -> Result<bool, ConfigError> {
+        let count = "a whole number";
+        match name {
+            "model" => self.model = value.parse()?,
+            "optimizer" => self.optimizer = value.parse()?,
+            "lr" => self.lr = number("learning rate", "a number", value)?,
+            "momentum" => self.momentum = number("momentum", "a number", value)?,
+            "batch_size" => self.batch_size = number("batch size", count, value)?,
+            "epochs" => self.epochs = number("epochs", count, value)?,
+            "seed" => self.seed = number("seed", count, value)?,
+            "log_interval" => self.log_interval = number("log interval", count, value)?,
+            "train_limit" => self.train_limit = limit("train limit", value)?,
+            "test_limit" => self.test_limit = limit("test limit", value)?,
+            _ => return Ok(false),
+        }
+        Ok(true)
+    }
+
+    /// The defaults overridden by `pairs`, validated; names that are no setting are left to the caller.
+    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, ConfigError> {
+        let mut config = Self::default();
+        for (name, value) in pairs {
+            config.set(name, value)?;
+        }
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Every setting as (name, text), the inverse of [`TrainConfig::set`].
+    pub fn pairs(&self) -> Vec<(&'static str, String)> {
+        let limit = |l: Option<usize>| l.map(|l| l.to_string()).unwrap_or_default();
+        vec![
+            ("model", self.model.to_string()),
+            ("optimizer", self.optimizer.to_string()),
+            ("lr", self.lr.to_string()),
+            ("momentum", self.momentum.to_string()),
+            ("batch_size", self.batch_size.to_string()),
+            ("epochs", self.epochs.to_string()),
+            ("seed", self.seed.to_string()),
+            ("log_interval", self.log_interval.to_string()),
+            ("train_limit", limit(self.train_limit)),
+            ("test_limit", limit(self.test_limit)),
+        ]
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -172,6 +236,28 @@ mod tests {
         assert_eq!(config.validate(), Err(ConfigError::Zero("epochs")));
         let config = TrainConfig { train_limit: Some(0), ..TrainConfig::default() };
         assert_eq!(config.validate(), Err(ConfigError::Zero("train limit")));
+    }
+
+    #[test]
+    fn settings_round_trip_through_name_value_pairs() {
+        let pairs = [("lr", "0.05"), ("epochs", "1"), ("batch_size", "128"), ("train_limit", "2000"), ("backend", "cpu")];
+        let config = TrainConfig::from_pairs(pairs).unwrap();
+        assert_eq!((config.lr, config.epochs, config.batch_size), (0.05, 1, 128));
+        assert_eq!((config.train_limit, config.test_limit), (Some(2000), None));
+        let text = config.pairs();
+        let again = TrainConfig::from_pairs(text.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(again, config);
+    }
+
+    #[test]
+    fn bad_values_name_the_setting() {
+        let error = TrainConfig::from_pairs([("lr", "fast")]).unwrap_err();
+        assert_eq!(error.to_string(), "learning rate must be a number, got 'fast'");
+        let error = TrainConfig::from_pairs([("batch_size", "-3")]).unwrap_err();
+        assert_eq!(error.to_string(), "batch size must be a whole number, got '-3'");
+        assert!(TrainConfig::from_pairs([("lr", "inf")]).is_err());
+        assert!(TrainConfig::from_pairs([("epochs", "0")]).is_err());
+        assert!(TrainConfig::from_pairs([("model", "vgg")]).is_err());
     }
 
     #[test]

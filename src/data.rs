@@ -100,8 +100,8 @@ pub struct MnistBatcher {
     normalised: [f32; 256],
 }
 
-/// Inflates `bytes` when they are gzip, bounded by [`MAX_IDX_BYTES`].
-fn inflate(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
+/// The bytes of an IDX file, inflated when they are gzip, bounded by [`MAX_IDX_BYTES`].
+pub fn inflate(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
     let error = |problem| IdxError { file: file.to_string(), problem };
     if bytes.is_empty() {
         return Err(error(IdxProblem::Empty));
@@ -204,13 +204,9 @@ impl MnistSplit {
         self.labels.is_empty()
     }
 
-    /// Keeps only the first `limit` samples, when given.
-    pub fn limited(mut self, limit: Option<usize>) -> Self {
-        if let Some(limit) = limit.filter(|&l| l < self.len()) {
-            self.labels.truncate(limit);
-            self.images.truncate(limit * IMAGE_PIXELS);
-        }
-        self
+    /// How many samples a run with this limit uses.
+    pub fn len_within(&self, limit: Option<usize>) -> usize {
+        limit.map_or(self.len(), |l| l.min(self.len()))
     }
 
     pub fn image(&self, index: usize) -> &[u8] {
@@ -241,11 +237,6 @@ impl Mnist {
             train: split(TRAIN_IMAGES, TRAIN_LABELS)?,
             test: split(TEST_IMAGES, TEST_LABELS)?,
         })
-    }
-
-    /// Applies the run's sample limits.
-    pub fn limited(self, train_limit: Option<usize>, test_limit: Option<usize>) -> Self {
-        Self { train: self.train.limited(train_limit), test: self.test.limited(test_limit) }
     }
 }
 
@@ -402,9 +393,8 @@ pub(crate) mod tests {
     fn limits_and_shuffles_deterministically() {
         let split =
             MnistSplit::from_idx("i", &idx_images(5, 28, 28), "l", &idx_labels(&[0, 1, 2, 3, 4]))
-                .unwrap()
-                .limited(Some(3));
-        assert_eq!(split.len(), 3);
+                .unwrap();
+        assert_eq!((split.len_within(Some(3)), split.len_within(Some(9)), split.len_within(None)), (3, 5, 5));
         assert_eq!(split.label(2), 2);
         let order = epoch_order(1000, 7, 1);
         assert_eq!(order, epoch_order(1000, 7, 1));

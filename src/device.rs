@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::sync::OnceLock;
 
 use burn::prelude::*;
-use burn::tensor::wgpu::wgpu::DeviceType;
+use burn::tensor::wgpu::wgpu::{Backend, DeviceType};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -42,7 +42,7 @@ pub enum DeviceError {
 pub struct TrainDevice {
     pub device: Device,
     pub kind: BackendKind,
-    /// The adapter's name and graphics API, e.g. "NVIDIA H200 (Vulkan)".
+    /// The graphics API and adapter, e.g. "Vulkan — NVIDIA H200", or "CPU (flex)".
     pub adapter: String,
     pub reason: String,
 }
@@ -67,10 +67,16 @@ async fn gpu_adapter() -> Result<GpuAdapter, String> {
         .await
         .map(|(device, setup)| {
             let info = setup.adapter.get_info();
+            let api = match info.backend {
+                Backend::BrowserWebGpu => "WebGPU".to_string(),
+                Backend::Dx12 => "DirectX 12".to_string(),
+                Backend::Gl => "OpenGL".to_string(),
+                other => format!("{other:?}"),
+            };
             let name = if info.name.is_empty() { "unnamed adapter".to_string() } else { info.name };
             GpuAdapter {
                 device,
-                description: format!("{name} ({:?})", info.backend),
+                description: format!("{api} — {name}"),
                 software: info.device_type == DeviceType::Cpu,
             }
         })
@@ -82,7 +88,7 @@ fn cpu(reason: String) -> TrainDevice {
     TrainDevice {
         device: Device::flex(),
         kind: BackendKind::Cpu,
-        adapter: "flex (CPU)".to_string(),
+        adapter: "CPU (flex)".to_string(),
         reason,
     }
 }
@@ -117,15 +123,6 @@ pub async fn select_device(choice: BackendChoice) -> Result<TrainDevice, DeviceE
     }
 }
 
-impl fmt::Display for BackendKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Gpu => "gpu",
-            Self::Cpu => "cpu",
-        })
-    }
-}
-
 impl fmt::Display for BackendChoice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
@@ -148,8 +145,12 @@ impl FromStr for BackendChoice {
     }
 }
 
+/// What the user is shown: the adapter that trains, or why it is the CPU.
 impl fmt::Display for TrainDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} backend on {} ({})", self.kind, self.adapter, self.reason)
+        match self.kind {
+            BackendKind::Gpu => f.write_str(&self.adapter),
+            BackendKind::Cpu => write!(f, "CPU — {}", self.reason),
+        }
     }
 }

@@ -7,5 +7,7 @@ pub mod data;
 pub mod device;
 pub mod metrics;
 pub mod model;
+#[cfg(target_arch = "wasm32")]
+pub mod page;
 pub mod platform;
 pub mod train;

@@ -152,10 +152,12 @@ pub async fn train(
     mut on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
     config.validate()?;
-    if data.train.is_empty() {
+    let epoch_len = data.train.len_within(config.train_limit);
+    let test_len = data.test.len_within(config.test_limit);
+    if epoch_len == 0 {
         return Err(TrainError::EmptyData("training"));
     }
-    if data.test.is_empty() {
+    if test_len == 0 {
         return Err(TrainError::EmptyData("test"));
     }
     let autodiff = device.clone().autodiff();
@@ -165,7 +167,6 @@ pub async fn train(
     let batcher = MnistBatcher::new(autodiff.clone());
     let test_batcher = MnistBatcher::new(device.clone());
 
-    let epoch_len = data.train.len();
     let batches_per_epoch = epoch_len.div_ceil(config.batch_size);
     let mut step = 0;
     let mut trained_samples = 0usize;
@@ -212,7 +213,7 @@ pub async fn train(
             }));
             platform::yield_now().await;
         }
-        on_event(TrainEvent::Epoch(evaluate(&model, &data.test, &test_batcher, epoch).await?));
+        on_event(TrainEvent::Epoch(evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?));
     }
     on_event(TrainEvent::Done {
         outcome: Outcome::Completed,
@@ -226,15 +227,17 @@ async fn read_scalar<E: Element, K: Basic>(tensor: Tensor<1, K>) -> Result<E, Tr
     tensor.into_scalar_async::<E>().await.map_err(|e| TrainError::Readback(e.to_string()))
 }
 
-/// Average cross-entropy and accuracy of `model` on `split`, read back once.
+/// Average cross-entropy and accuracy of `model` on the first `len` samples of `split`, read
+/// back once.
 pub async fn evaluate(
     model: &Net,
     split: &MnistSplit,
+    len: usize,
     batcher: &MnistBatcher,
     epoch: usize,
 ) -> Result<EpochReport, TrainError> {
     let model = model.valid();
-    let indices: Vec<usize> = (0..split.len()).collect();
+    let indices: Vec<usize> = (0..len).collect();
     let mut loss_sum: Option<Tensor<1>> = None;
     let mut correct: Option<Tensor<1, Int>> = None;
     for chunk in indices.chunks(EVAL_BATCH) {
@@ -254,9 +257,9 @@ pub async fn evaluate(
     let correct: i64 = read_scalar(correct).await?;
     Ok(EpochReport {
         epoch,
-        test_loss: loss_sum / split.len() as f32,
+        test_loss: loss_sum / len as f32,
         correct: correct as usize,
-        total: split.len(),
+        total: len,
     })
 }
 

@@ -67,7 +67,7 @@ fn a_short_cpu_run_prints_pytorch_style_logs_and_writes_its_files() {
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.starts_with("Backend: cpu backend on flex (CPU)"), "{stdout}");
+    assert!(stdout.starts_with("Backend: CPU (flex) (the CPU backend was asked for)"), "{stdout}");
     assert!(stdout.contains("Train Epoch: 1 [0/640 (0%)]\tLoss: "), "{stdout}");
     assert!(stdout.contains("Train Epoch: 2 [320/640 (50%)]\tLoss: "), "{stdout}");
     assert_eq!(stdout.matches("Test set: Average loss: ").count(), 2, "{stdout}");

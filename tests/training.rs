@@ -10,7 +10,7 @@ use webtrain::model::NetConfig;
 use webtrain::train::{EpochReport, Outcome, TrainControl, TrainEvent, train};
 
 fn run(config: &TrainConfig, device: &Device) -> (Vec<f32>, Vec<EpochReport>, Outcome) {
-    let data = common::mnist().limited(config.train_limit, config.test_limit);
+    let data = common::mnist();
     let (mut losses, mut epochs) = (Vec::new(), Vec::new());
     let trained = pollster::block_on(train(config, &data, device, &TrainControl::default(), |event| {
         match event {
@@ -101,7 +101,7 @@ fn a_diverging_run_stops_and_says_where() {
         test_limit: Some(100),
         ..TrainConfig::default()
     };
-    let data = common::mnist().limited(config.train_limit, config.test_limit);
+    let data = common::mnist();
     let mut events = Vec::new();
     let trained = pollster::block_on(train(&config, &data, &Device::flex(), &TrainControl::default(), |e| {
         events.push(e)
@@ -117,7 +117,7 @@ fn a_diverging_run_stops_and_says_where() {
 #[test]
 fn a_stopped_run_ends_between_steps() {
     let config = TrainConfig { model: ModelKind::LenetSmall, train_limit: Some(640), test_limit: Some(100), ..TrainConfig::default() };
-    let data = common::mnist().limited(config.train_limit, config.test_limit);
+    let data = common::mnist();
     let control = TrainControl::default();
     let mut steps = 0;
     let trained = pollster::block_on(train(&config, &data, &Device::flex(), &control, |event| {

@@ -1,0 +1,182 @@
+//! The native CLI: wires flags, the terminal and the run's output files to the training core.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use burn::module::Module;
+use clap::{Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressStyle};
+use thiserror::Error;
+use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
+use webtrain::data::{DataError, Mnist};
+use webtrain::device::{BackendChoice, DeviceError, select_device};
+use webtrain::metrics::RunMetrics;
+use webtrain::train::{TrainControl, TrainError, TrainEvent, train};
+
+#[derive(Parser)]
+#[command(name = "webtrain", version, about = "Train the classic MNIST CNNs on the GPU or CPU")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Train a model on MNIST and write metrics.json, loss.svg and model.bpk.
+    Train(TrainArgs),
+}
+
+#[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
+struct TrainArgs {
+    /// Directory with the four MNIST IDX files (raw or .gz).
+    #[arg(long, default_value = "data/mnist")]
+    data: PathBuf,
+    /// lenet or lenet-small.
+    #[arg(long, default_value = "lenet")]
+    model: ModelKind,
+    /// sgd (with momentum) or adam.
+    #[arg(long, default_value = "sgd")]
+    optimizer: OptimizerKind,
+    #[arg(long, default_value_t = 0.01)]
+    lr: f64,
+    #[arg(long, default_value_t = 0.9)]
+    momentum: f64,
+    #[arg(long, default_value_t = 64)]
+    batch_size: usize,
+    #[arg(long, default_value_t = 2)]
+    epochs: usize,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Print the training loss every this many batches.
+    #[arg(long, default_value_t = 100)]
+    log_interval: usize,
+    /// auto (a hardware GPU if there is one, else the CPU), gpu or cpu.
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// Train on the first N training images only.
+    #[arg(long)]
+    train_limit: Option<usize>,
+    /// Test on the first N test images only.
+    #[arg(long)]
+    test_limit: Option<usize>,
+    /// Where to write the run's files [default: runs/<timestamp>].
+    #[arg(long)]
+    out: Option<PathBuf>,
+}
+
+#[derive(Debug, Error)]
+enum CliError {
+    #[error(transparent)]
+    Config(#[from] webtrain::config::ConfigError),
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error(transparent)]
+    Chart(#[from] webtrain::chart::ChartError),
+    #[error("cannot write {}: {source}", .path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+    #[error("cannot save the model to {}: {message}", .path.display())]
+    SaveModel { path: PathBuf, message: String },
+}
+
+impl TrainArgs {
+    fn config(&self) -> TrainConfig {
+        TrainConfig {
+            model: self.model,
+            optimizer: self.optimizer,
+            lr: self.lr,
+            momentum: self.momentum,
+            batch_size: self.batch_size,
+            epochs: self.epochs,
+            seed: self.seed,
+            log_interval: self.log_interval,
+            train_limit: self.train_limit,
+            test_limit: self.test_limit,
+        }
+    }
+}
+
+fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), CliError> {
+    std::fs::write(path, contents).map_err(|source| CliError::Write { path: path.into(), source })
+}
+
+fn run_training(args: TrainArgs) -> Result<(), CliError> {
+    let config = args.config();
+    config.validate()?;
+    let data = Mnist::load_dir(&args.data)?;
+    let device = pollster::block_on(select_device(args.backend))?;
+    println!("Backend: {} ({})", device.adapter, device.reason);
+    let out = args.out.unwrap_or_else(|| {
+        PathBuf::from("runs").join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
+    });
+    std::fs::create_dir_all(&out).map_err(|source| CliError::Write { path: out.clone(), source })?;
+
+    let total = (data.train.len_within(config.train_limit) * config.epochs) as u64;
+    let bar = ProgressBar::new(total).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} samples, epoch {prefix} {msg}")
+            .expect("valid template"),
+    );
+    // Log lines go to stdout whether or not the bar is drawn (it is not when stderr is no terminal).
+    let print = |line: String| bar.suspend(|| println!("{line}"));
+    let mut metrics = RunMetrics::new(config.clone(), device.to_string());
+    let control = TrainControl::default();
+    let trained = pollster::block_on(train(&config, &data, &device.device, &control, |event| {
+        match &event {
+            TrainEvent::Step(step) => {
+                bar.set_position(((step.epoch - 1) * step.epoch_len + step.seen) as u64);
+                bar.set_prefix(step.epoch.to_string());
+                bar.set_message(format!("{:.0} samples/s", step.samples_per_sec));
+                if let Some(line) = step.log_line() {
+                    print(line);
+                }
+            }
+            TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
+            TrainEvent::Diverged(divergence) => print(format!("Training {divergence}")),
+            TrainEvent::Done { samples_per_sec, .. } => {
+                bar.finish_with_message(format!("{samples_per_sec:.0} samples/s"))
+            }
+        }
+        metrics.record(&event);
+    }))?;
+
+    write(&out.join("metrics.json"), metrics.to_json())?;
+    write(&out.join("loss.svg"), webtrain::chart::render_svg(&metrics)?)?;
+    let model_path = out.join("model.bpk");
+    trained
+        .model
+        .save_file(&model_path)
+        .map_err(|e| CliError::SaveModel { path: model_path.clone(), message: e.to_string() })?;
+    println!("Wrote {}", out.display());
+    Ok(())
+}
+
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if !error.use_stderr() => {
+            // --help and --version
+            let _ = error.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(error) => {
+            let message = error.to_string();
+            let first = message.lines().next().unwrap_or_default();
+            eprintln!("webtrain: {}", first.trim_start_matches("error: "));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Train(args) => run_training(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("webtrain: {error}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+//! Small helpers over web-sys for the page's own elements.
+
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{Document, Element, Event, HtmlElement};
+
+pub fn document() -> Document {
+    web_sys::window().and_then(|w| w.document()).expect("a page with a document")
+}
+
+/// An element the page's own HTML defines.
+pub fn by_id<T: JsCast>(id: &str) -> T {
+    document()
+        .get_element_by_id(id)
+        .and_then(|e| e.dyn_into().ok())
+        .unwrap_or_else(|| panic!("index.html defines #{id}"))
+}
+
+/// The `value` of an input or select.
+pub fn value(id: &str) -> String {
+    js_sys::Reflect::get(&by_id::<Element>(id), &"value".into())
+        .ok()
+        .and_then(|v| v.as_string())
+        .unwrap_or_default()
+}
+
+pub fn set_value(id: &str, value: &str) {
+    let _ = js_sys::Reflect::set(&by_id::<Element>(id), &"value".into(), &value.into());
+}
+
+pub fn set_text(id: &str, text: &str) {
+    by_id::<Element>(id).set_text_content(Some(text));
+}
+
+/// Calls `handler` on every `event` of the element, for the page's lifetime.
+pub fn on(id: &str, event: &str, handler: impl FnMut(Event) + 'static) {
+    let closure = Closure::<dyn FnMut(Event)>::new(handler);
+    by_id::<HtmlElement>(id)
+        .add_event_listener_with_callback(event, closure.as_ref().unchecked_ref())
+        .expect("adding a listener");
+    closure.forget();
+}
+
+/// What a JavaScript exception says.
+pub fn js_error(value: JsValue) -> String {
+    value
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| value.as_string())
+        .unwrap_or_else(|| format!("{value:?}"))
+}

@@ -1,0 +1,352 @@
+//! The browser page: a form, controls, live charts and a log around the shared training loop.
+
+mod dom;
+mod download;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use plotters::prelude::{IntoDrawingArea, WHITE};
+use plotters_canvas::CanvasBackend;
+use thiserror::Error;
+use wasm_bindgen::JsValue;
+use web_sys::{HtmlButtonElement, HtmlElement, HtmlProgressElement, UrlSearchParams};
+
+use crate::chart;
+use crate::config::{ConfigError, TrainConfig};
+use crate::data::{DataError, Mnist};
+use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
+use crate::metrics::RunMetrics;
+use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, train};
+use dom::{by_id, set_text};
+
+/// Ids of the form's fields; the setting of each is its id with `_` for `-`.
+const FIELDS: [&str; 10] = [
+    "model",
+    "optimizer",
+    "lr",
+    "momentum",
+    "batch-size",
+    "epochs",
+    "seed",
+    "log-interval",
+    "train-limit",
+    "test-limit",
+];
+
+#[derive(Debug, Error)]
+pub enum PageError {
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error(transparent)]
+    Idx(#[from] crate::data::IdxError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error("{file}: download failed: {message}")]
+    Download { file: String, message: String },
+    #[error("{file}: larger than any MNIST file can be")]
+    TooLarge { file: String },
+    #[error("choose all four files: {0} is missing")]
+    MissingFile(&'static str),
+}
+
+/// The body's `data-state`, which tests and scripts wait on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    Loading,
+    Ready,
+    Training,
+    Paused,
+    Done,
+    Stopped,
+    Diverged,
+    Error,
+}
+
+impl State {
+    fn name(self) -> &'static str {
+        match self {
+            State::Loading => "loading",
+            State::Ready => "ready",
+            State::Training => "training",
+            State::Paused => "paused",
+            State::Done => "done",
+            State::Stopped => "stopped",
+            State::Diverged => "diverged",
+            State::Error => "error",
+        }
+    }
+}
+
+/// What the page holds between clicks.
+#[derive(Default)]
+struct Session {
+    device: Option<(BackendChoice, TrainDevice)>,
+    data: Option<Rc<Mnist>>,
+    control: Option<TrainControl>,
+}
+
+type Shared = Rc<RefCell<Session>>;
+
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        web_sys::console::error_1(&info.to_string().into());
+        fail(&format!("internal error: {info}"));
+    }));
+    prefill_from_query();
+    let session = Shared::default();
+    wire_form();
+    wire_controls(&session);
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(error) = boot(&session).await {
+            fail(&error.to_string());
+        }
+    });
+}
+
+fn set_state(state: State) {
+    let body = dom::document().body().expect("a body");
+    let _ = body.dataset().set("state", state.name());
+    let training = matches!(state, State::Training | State::Paused);
+    let ready = !matches!(state, State::Loading) && !training;
+    by_id::<HtmlButtonElement>("start").set_disabled(!ready);
+    by_id::<HtmlButtonElement>("pause").set_disabled(!training);
+    by_id::<HtmlButtonElement>("stop").set_disabled(!training);
+    by_id::<HtmlButtonElement>("use-files").set_disabled(training);
+    set_text("pause", if state == State::Paused { "Resume" } else { "Pause" });
+}
+
+fn show_error(message: &str) {
+    set_text("error", message);
+    by_id::<HtmlElement>("error").set_hidden(message.is_empty());
+}
+
+fn fail(message: &str) {
+    show_error(message);
+    set_state(State::Error);
+}
+
+fn log(line: &str) {
+    let log = by_id::<HtmlElement>("log");
+    let _ = log.append_with_str_1(&format!("{line}\n"));
+    log.set_scroll_top(log.scroll_height());
+}
+
+fn search_params() -> Option<UrlSearchParams> {
+    let search = web_sys::window()?.location().search().ok()?;
+    UrlSearchParams::new_with_str(&search).ok()
+}
+
+/// Fills the form from the URL's query (`?lr=0.05&batch_size=128&backend=cpu`), so a run can be
+/// shared as a link. Bad values land in the form, where validation shows them.
+fn prefill_from_query() {
+    let Some(params) = search_params() else { return };
+    for id in FIELDS {
+        if let Some(value) = params.get(&id.replace('-', "_")) {
+            dom::set_value(id, &value);
+        }
+    }
+    if let Some(backend) = params.get("backend") {
+        dom::set_value("backend-choice", &backend);
+    }
+}
+
+fn form_pairs() -> Vec<(String, String)> {
+    FIELDS.iter().map(|id| (id.replace('-', "_"), dom::value(id))).collect()
+}
+
+fn form_config() -> Result<TrainConfig, ConfigError> {
+    TrainConfig::from_pairs(form_pairs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+fn backend_choice() -> Result<BackendChoice, DeviceError> {
+    dom::value("backend-choice").parse()
+}
+
+/// Marks each field whose value is bad on its own and shows what is wrong with the form.
+fn validate_form() -> Result<TrainConfig, ConfigError> {
+    for ((name, value), id) in form_pairs().iter().zip(FIELDS) {
+        let mut alone = TrainConfig::default();
+        let bad = alone.set(name, value).and_then(|_| alone.validate()).is_err();
+        let _ = by_id::<HtmlElement>(id).class_list().toggle_with_force("invalid", bad);
+    }
+    let result = form_config();
+    show_error(&result.as_ref().err().map(ToString::to_string).unwrap_or_default());
+    result
+}
+
+fn wire_form() {
+    for id in FIELDS {
+        dom::on(id, "input", |_| {
+            let _ = validate_form();
+        });
+    }
+}
+
+/// Writes the run's settings into the URL without reloading.
+fn write_query(config: &TrainConfig, choice: BackendChoice) {
+    let Ok(params) = UrlSearchParams::new() else { return };
+    for (name, value) in config.pairs() {
+        params.append(name, &value);
+    }
+    params.append("backend", &choice.to_string());
+    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
+        let url = format!("?{}", String::from(params.to_string()));
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+    }
+}
+
+/// The device for `choice`, selected once per choice.
+async fn device_for(session: &Shared, choice: BackendChoice) -> Result<TrainDevice, DeviceError> {
+    if let Some((chosen, device)) = &session.borrow().device {
+        if *chosen == choice {
+            return Ok(device.clone());
+        }
+    }
+    let device = select_device(choice).await?;
+    set_text("backend", &device.to_string());
+    let fell_back = device.kind == BackendKind::Cpu && choice != BackendChoice::Cpu;
+    let banner = by_id::<HtmlElement>("banner");
+    banner.set_hidden(!fell_back);
+    banner.set_text_content(Some(&format!("Training on the CPU: {}", device.reason)));
+    session.borrow_mut().device = Some((choice, device.clone()));
+    Ok(device)
+}
+
+async fn boot(session: &Shared) -> Result<(), PageError> {
+    set_state(State::Loading);
+    device_for(session, backend_choice()?).await?;
+    let progress = by_id::<HtmlProgressElement>("data-progress");
+    let data = download::download(|fraction, file| {
+        progress.set_value(fraction);
+        set_text("data-status", &format!("Downloading MNIST: {file}…"));
+    })
+    .await?;
+    use_data(session, data);
+    let _ = validate_form();
+    set_state(State::Ready);
+    Ok(())
+}
+
+fn use_data(session: &Shared, data: Mnist) {
+    set_text(
+        "data-status",
+        &format!("MNIST: {} training and {} test images", data.train.len(), data.test.len()),
+    );
+    session.borrow_mut().data = Some(Rc::new(data));
+}
+
+fn wire_controls(session: &Shared) {
+    let s = session.clone();
+    dom::on("start", "click", move |_| {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Err(error) = run(&s).await {
+                fail(&error.to_string());
+            }
+        });
+    });
+    let s = session.clone();
+    dom::on("pause", "click", move |_| {
+        if let Some(control) = &s.borrow().control {
+            if control.is_paused() {
+                control.resume();
+                set_state(State::Training);
+            } else {
+                control.pause();
+                set_state(State::Paused);
+            }
+        }
+    });
+    let s = session.clone();
+    dom::on("stop", "click", move |_| {
+        if let Some(control) = &s.borrow().control {
+            control.stop();
+        }
+    });
+    let s = session.clone();
+    dom::on("use-files", "click", move |_| {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            match download::from_inputs().await {
+                Ok(data) => {
+                    use_data(&s, data);
+                    show_error("");
+                    set_state(State::Ready);
+                }
+                // The data already loaded stays usable: only the message changes.
+                Err(error) => show_error(&error.to_string()),
+            }
+        });
+    });
+}
+
+/// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
+fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<CanvasBackend>) {
+    let Some(backend) = CanvasBackend::new(canvas) else { return };
+    let area = backend.into_drawing_area();
+    if let Err(error) = area.fill(&WHITE).and_then(|_| draw(&area, metrics)) {
+        web_sys::console::warn_1(&format!("{canvas}: {error}").into());
+    }
+}
+
+fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
+    match event {
+        TrainEvent::Step(step) => {
+            let done = (step.epoch - 1) * step.epoch_len + step.seen;
+            by_id::<HtmlProgressElement>("progress").set_value(done as f64 / total as f64);
+            set_text("epoch", &format!("{}/{}", step.epoch, metrics.config.epochs));
+            set_text("step", &step.step.to_string());
+            set_text("speed", &format!("{:.0}", step.samples_per_sec));
+            if let Some(line) = step.log_line() {
+                log(&line);
+                draw("loss-chart", metrics, chart::draw_loss);
+            }
+        }
+        TrainEvent::Epoch(report) => {
+            log(&report.to_string());
+            set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
+            draw("accuracy-chart", metrics, chart::draw_accuracy);
+        }
+        TrainEvent::Diverged(divergence) => {
+            let message = format!("Training {divergence}. Try a smaller learning rate.");
+            log(&message);
+            show_error(&message);
+        }
+        TrainEvent::Done { samples_per_sec, .. } => set_text("speed", &format!("{samples_per_sec:.0}")),
+    }
+}
+
+/// One training run from the form's settings.
+async fn run(session: &Shared) -> Result<(), PageError> {
+    let Ok(config) = validate_form() else { return Ok(()) };
+    let choice = backend_choice()?;
+    write_query(&config, choice);
+    let Some(data) = session.borrow().data.clone() else { return Ok(()) };
+    let device = device_for(session, choice).await?;
+    let control = TrainControl::default();
+    session.borrow_mut().control = Some(control.clone());
+    set_state(State::Training);
+    set_text("log", "");
+    set_text("test-accuracy", "–");
+    let total = data.train.len_within(config.train_limit) * config.epochs;
+    let mut metrics = RunMetrics::new(config.clone(), device.to_string());
+    draw("loss-chart", &metrics, chart::draw_loss);
+    draw("accuracy-chart", &metrics, chart::draw_accuracy);
+    let trained = train(&config, &data, &device.device, &control, |event| {
+        metrics.record(&event);
+        show_event(&event, &metrics, total);
+    })
+    .await?;
+    session.borrow_mut().control = None;
+    set_state(match trained.outcome {
+        Outcome::Completed => State::Done,
+        Outcome::Stopped => State::Stopped,
+        Outcome::Diverged => State::Diverged,
+    });
+    Ok(())
+}

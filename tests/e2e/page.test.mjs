@@ -1,0 +1,84 @@
+// The page end to end in Debian's headless Chromium: build with trunk, serve, then this.
+//   WEBTRAIN_URL=http://127.0.0.1:8080 node --test page.test.mjs
+// Chromium gets the same WebGPU flags as the wasm-bindgen tests (webdriver.json).
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync, mkdirSync } from 'node:fs';
+import { chromium } from 'playwright-core';
+
+const root = new URL('../../', import.meta.url);
+const base = process.env.WEBTRAIN_URL ?? 'http://127.0.0.1:8080';
+const screenshots = new URL('target/e2e/', root);
+const flags = JSON.parse(readFileSync(new URL('webdriver.json', root)))['goog:chromeOptions'].args
+  .filter((flag) => !flag.startsWith('--headless'));
+
+let browser;
+before(async () => {
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: flags });
+  mkdirSync(screenshots, { recursive: true });
+});
+after(() => browser?.close());
+
+async function open(query) {
+  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  page.on('console', (m) => m.type() === 'error' && console.log('page console:', m.text()));
+  await page.goto(`${base}/${query}`);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  return page;
+}
+
+/// Pixels of the canvas that are not white: the chart has drawn axes and a line.
+const inked = (page, id) => page.$eval(`#${id}`, (canvas) => {
+  const { data } = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height);
+  let n = 0;
+  for (let i = 0; i < data.length; i += 4) if (data[i] + data[i + 1] + data[i + 2] < 600) n++;
+  return n;
+});
+
+for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto').split(',')) {
+  test(`trains lenet from a shared link (${backend})`, { timeout: 900_000 }, async () => {
+    const page = await open(`?epochs=1&train_limit=4000&test_limit=500&lr=0.05&backend=${backend}`);
+    assert.equal(await page.inputValue('#lr'), '0.05');
+    assert.equal(await page.inputValue('#train-limit'), '4000');
+    const blankLoss = await inked(page, 'loss-chart');
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 900_000 });
+
+    const backendText = await page.textContent('#backend');
+    const accuracy = await page.textContent('#test-accuracy');
+    const speed = await page.textContent('#speed');
+    const log = await page.textContent('#log');
+    console.log(`backend ${backendText}: test accuracy ${accuracy}, ${speed} samples/s`);
+    assert.match(log, /^Train Epoch: 1 \[0\/4000 \(0%\)\]\tLoss: \d+\.\d{6}$/m);
+    assert.match(log, /^Test set: Average loss: \d+\.\d{4}, Accuracy: \d+\/500 \(\d+\.\d{2}%\)$/m);
+    assert.ok(parseFloat(accuracy) > 85, `test accuracy ${accuracy}`);
+    assert.ok((await inked(page, 'loss-chart')) > blankLoss + 200, 'the loss line is drawn');
+    assert.ok((await inked(page, 'accuracy-chart')) > 1000, 'the accuracy chart is drawn');
+    assert.equal(await page.$eval('#progress', (p) => p.value), 1);
+    // Start wrote the run's settings back into the URL.
+    const url = new URL(page.url());
+    assert.equal(url.searchParams.get('lr'), '0.05');
+    assert.equal(url.searchParams.get('batch_size'), '64');
+    await page.screenshot({ path: new URL(`page-${backend}.png`, screenshots).pathname, fullPage: true });
+    await page.close();
+  });
+}
+
+test('an invalid learning rate shows an error and does not start', async () => {
+  const page = await open('?train_limit=640');
+  await page.fill('#lr', '-0.5');
+  assert.match(await page.textContent('#error'), /learning rate must be a positive finite number/);
+  assert.ok(await page.$eval('#lr', (e) => e.classList.contains('invalid')));
+  await page.click('#start');
+  await page.waitForTimeout(500);
+  assert.equal(await page.$eval('body', (b) => b.dataset.state), 'ready');
+  assert.equal(await page.textContent('#log'), '');
+  assert.ok(await page.isVisible('#error'));
+  await page.close();
+});
+
+test('a bad value in the link is shown, not trained with', async () => {
+  const page = await open('?lr=fast&epochs=1');
+  assert.match(await page.textContent('#error'), /learning rate must be a number, got 'fast'/);
+  await page.close();
+});
