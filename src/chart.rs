@@ -16,37 +16,68 @@ pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>
 pub type DrawFn<DB> = fn(&DrawingArea<DB, Shift>, &RunMetrics) -> DrawResult<DB>;
 
 /// Training loss against step.
-pub fn draw_loss<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, metrics: &RunMetrics) -> DrawResult<DB> {
-    let max_step = metrics.losses.last().map_or(1, |p| p.step).max(1);
+pub fn draw_loss<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    metrics: &RunMetrics,
+) -> DrawResult<DB> {
+    let max_step = metrics
+        .losses
+        .last()
+        .map_or(0, |p| p.step)
+        .max(metrics.total_steps)
+        .max(1);
     let max_loss = metrics.losses.iter().map(|p| p.loss).fold(0.1f32, f32::max);
     let mut chart = ChartBuilder::on(area)
         .caption("Training loss", ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
-        .build_cartesian_2d(0..max_step, 0f32..max_loss * 1.05)?;
-    chart.configure_mesh().x_desc("step").y_desc("cross-entropy").draw()?;
-    chart.draw_series(LineSeries::new(
-        metrics.losses.iter().map(|p| (p.step, p.loss)),
-        LOSS_COLOR.stroke_width(2),
-    ))?;
+        .build_cartesian_2d(0..max_step + 1, 0f32..max_loss * 1.05)?;
+    chart
+        .configure_mesh()
+        .x_desc("step")
+        .y_desc("cross-entropy")
+        .draw()?;
+    let points = || metrics.losses.iter().map(|p| (p.step, p.loss));
+    chart.draw_series(LineSeries::new(points(), LOSS_COLOR.stroke_width(2)))?;
+    // Markers too: a run with one log point so far has no line yet.
+    chart.draw_series(points().map(|p| Circle::new(p, 3, LOSS_COLOR.filled())))?;
     Ok(())
 }
 
 /// Test accuracy against epoch.
-pub fn draw_accuracy<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, metrics: &RunMetrics) -> DrawResult<DB> {
+pub fn draw_accuracy<DB: DrawingBackend>(
+    area: &DrawingArea<DB, Shift>,
+    metrics: &RunMetrics,
+) -> DrawResult<DB> {
     let epochs = metrics.config.epochs.max(1);
-    let low = metrics.epochs.iter().map(|e| e.accuracy()).fold(90.0, f64::min).floor();
+    let low = metrics
+        .epochs
+        .iter()
+        .map(|e| e.accuracy())
+        .fold(90.0, f64::min)
+        .floor();
     let mut chart = ChartBuilder::on(area)
         .caption("Test accuracy", ("sans-serif", 18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
-        .build_cartesian_2d(0..epochs, low..100.0)?;
+        .build_cartesian_2d(0..epochs + 1, low..100.0)?;
     chart.configure_mesh().x_desc("epoch").y_desc("%").draw()?;
-    let points: Vec<(usize, f64)> = metrics.epochs.iter().map(|e| (e.epoch, e.accuracy())).collect();
-    chart.draw_series(LineSeries::new(points.iter().copied(), ACCURACY_COLOR.stroke_width(2)))?;
-    chart.draw_series(points.iter().map(|&p| Circle::new(p, 4, ACCURACY_COLOR.filled())))?;
+    let points: Vec<(usize, f64)> = metrics
+        .epochs
+        .iter()
+        .map(|e| (e.epoch, e.accuracy()))
+        .collect();
+    chart.draw_series(LineSeries::new(
+        points.iter().copied(),
+        ACCURACY_COLOR.stroke_width(2),
+    ))?;
+    chart.draw_series(
+        points
+            .iter()
+            .map(|&p| Circle::new(p, 4, ACCURACY_COLOR.filled())),
+    )?;
     Ok(())
 }
 
@@ -81,8 +112,19 @@ mod tests {
     #[test]
     fn svg_shows_both_series() {
         let mut metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
-        metrics.losses = (1..=5).map(|s| LossPoint { step: s * 100, epoch: 1, loss: 2.0 / s as f32 }).collect();
-        metrics.epochs = vec![EpochReport { epoch: 1, test_loss: 0.1, correct: 9800, total: 10000 }];
+        metrics.losses = (1..=5)
+            .map(|s| LossPoint {
+                step: s * 100,
+                epoch: 1,
+                loss: 2.0 / s as f32,
+            })
+            .collect();
+        metrics.epochs = vec![EpochReport {
+            epoch: 1,
+            test_loss: 0.1,
+            correct: 9800,
+            total: 10000,
+        }];
         let svg = render_svg(&metrics).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
         assert!(svg.contains("Training loss") && svg.contains("Test accuracy"));

@@ -14,7 +14,11 @@ use webtrain::metrics::RunMetrics;
 use webtrain::train::{TrainControl, TrainError, TrainEvent, train};
 
 #[derive(Parser)]
-#[command(name = "webtrain", version, about = "Train the classic MNIST CNNs on the GPU or CPU")]
+#[command(
+    name = "webtrain",
+    version,
+    about = "Train the classic MNIST CNNs on the GPU or CPU"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -78,7 +82,10 @@ enum CliError {
     #[error(transparent)]
     Chart(#[from] webtrain::chart::ChartError),
     #[error("cannot write {}: {source}", .path.display())]
-    Write { path: PathBuf, source: std::io::Error },
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("cannot save the model to {}: {message}", .path.display())]
     SaveModel { path: PathBuf, message: String },
 }
@@ -101,7 +108,10 @@ impl TrainArgs {
 }
 
 fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), CliError> {
-    std::fs::write(path, contents).map_err(|source| CliError::Write { path: path.into(), source })
+    std::fs::write(path, contents).map_err(|source| CliError::Write {
+        path: path.into(),
+        source,
+    })
 }
 
 fn run_training(args: TrainArgs) -> Result<(), CliError> {
@@ -113,7 +123,10 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from("runs").join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
     });
-    std::fs::create_dir_all(&out).map_err(|source| CliError::Write { path: out.clone(), source })?;
+    std::fs::create_dir_all(&out).map_err(|source| CliError::Write {
+        path: out.clone(),
+        source,
+    })?;
 
     let total = (data.train.len_within(config.train_limit) * config.epochs) as u64;
     let bar = ProgressBar::new(total).with_style(
@@ -136,20 +149,26 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
             }
             TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
             TrainEvent::Diverged(divergence) => print(format!("Training {divergence}")),
-            TrainEvent::Done { samples_per_sec, .. } => {
-                bar.finish_with_message(format!("{samples_per_sec:.0} samples/s"))
-            }
+            TrainEvent::Done {
+                samples_per_sec, ..
+            } => bar.finish_with_message(format!("{samples_per_sec:.0} samples/s")),
         }
         metrics.record(&event);
     }))?;
 
     write(&out.join("metrics.json"), metrics.to_json())?;
-    write(&out.join("loss.svg"), webtrain::chart::render_svg(&metrics)?)?;
+    write(
+        &out.join("loss.svg"),
+        webtrain::chart::render_svg(&metrics)?,
+    )?;
     let model_path = out.join("model.bpk");
     trained
         .model
         .save_file(&model_path)
-        .map_err(|e| CliError::SaveModel { path: model_path.clone(), message: e.to_string() })?;
+        .map_err(|e| CliError::SaveModel {
+            path: model_path.clone(),
+            message: e.to_string(),
+        })?;
     println!("Wrote {}", out.display());
     Ok(())
 }

@@ -37,7 +37,11 @@ pub enum ConfigError {
     #[error("{0} must be at least 1")]
     Zero(&'static str),
     #[error("{name} must be {expected}, got '{value}'")]
-    NotANumber { name: &'static str, expected: &'static str, value: String },
+    NotANumber {
+        name: &'static str,
+        expected: &'static str,
+        value: String,
+    },
 }
 
 impl FromStr for ModelKind {
@@ -139,8 +143,16 @@ impl TrainConfig {
 }
 
 /// Parses a number setting, naming the setting when the text is not a number.
-fn number<T: FromStr>(name: &'static str, expected: &'static str, value: &str) -> Result<T, ConfigError> {
-    value.trim().parse().map_err(|_| ConfigError::NotANumber { name, expected, value: value.to_string() })
+fn number<T: FromStr>(
+    name: &'static str,
+    expected: &'static str,
+    value: &str,
+) -> Result<T, ConfigError> {
+    value.trim().parse().map_err(|_| ConfigError::NotANumber {
+        name,
+        expected,
+        value: value.to_string(),
+    })
 }
 
 /// An optional count: empty means none.
@@ -173,7 +185,9 @@ impl TrainConfig {
     }
 
     /// The defaults overridden by `pairs`, validated; names that are no setting are left to the caller.
-    pub fn from_pairs<'a>(pairs: impl IntoIterator<Item = (&'a str, &'a str)>) -> Result<Self, ConfigError> {
+    pub fn from_pairs<'a>(
+        pairs: impl IntoIterator<Item = (&'a str, &'a str)>,
+    ) -> Result<Self, ConfigError> {
         let mut config = Self::default();
         for (name, value) in pairs {
             config.set(name, value)?;
@@ -208,41 +222,77 @@ mod tests {
     fn defaults_match_pytorch_mnist_example() {
         let config = TrainConfig::default();
         assert_eq!((config.lr, config.momentum), (0.01, 0.9));
-        assert_eq!((config.batch_size, config.epochs, config.log_interval), (64, 2, 100));
+        assert_eq!(
+            (config.batch_size, config.epochs, config.log_interval),
+            (64, 2, 100)
+        );
         assert_eq!(config.validate(), Ok(()));
     }
 
     #[test]
     fn rejects_bad_learning_rates() {
         for lr in [f64::NAN, f64::INFINITY, f64::NEG_INFINITY, -0.1, 0.0] {
-            let config = TrainConfig { lr, ..TrainConfig::default() };
-            assert!(matches!(config.validate(), Err(ConfigError::LearningRate(_))), "lr {lr}");
+            let config = TrainConfig {
+                lr,
+                ..TrainConfig::default()
+            };
+            assert!(
+                matches!(config.validate(), Err(ConfigError::LearningRate(_))),
+                "lr {lr}"
+            );
         }
     }
 
     #[test]
     fn rejects_momentum_outside_unit_interval() {
         for momentum in [-0.1, 1.0, 1.5, f64::NAN] {
-            let config = TrainConfig { momentum, ..TrainConfig::default() };
-            assert!(matches!(config.validate(), Err(ConfigError::Momentum(_))), "momentum {momentum}");
+            let config = TrainConfig {
+                momentum,
+                ..TrainConfig::default()
+            };
+            assert!(
+                matches!(config.validate(), Err(ConfigError::Momentum(_))),
+                "momentum {momentum}"
+            );
         }
     }
 
     #[test]
     fn rejects_zero_counts_by_name() {
-        let config = TrainConfig { batch_size: 0, ..TrainConfig::default() };
-        assert_eq!(config.validate().unwrap_err().to_string(), "batch size must be at least 1");
-        let config = TrainConfig { epochs: 0, ..TrainConfig::default() };
+        let config = TrainConfig {
+            batch_size: 0,
+            ..TrainConfig::default()
+        };
+        assert_eq!(
+            config.validate().unwrap_err().to_string(),
+            "batch size must be at least 1"
+        );
+        let config = TrainConfig {
+            epochs: 0,
+            ..TrainConfig::default()
+        };
         assert_eq!(config.validate(), Err(ConfigError::Zero("epochs")));
-        let config = TrainConfig { train_limit: Some(0), ..TrainConfig::default() };
+        let config = TrainConfig {
+            train_limit: Some(0),
+            ..TrainConfig::default()
+        };
         assert_eq!(config.validate(), Err(ConfigError::Zero("train limit")));
     }
 
     #[test]
     fn settings_round_trip_through_name_value_pairs() {
-        let pairs = [("lr", "0.05"), ("epochs", "1"), ("batch_size", "128"), ("train_limit", "2000"), ("backend", "cpu")];
+        let pairs = [
+            ("lr", "0.05"),
+            ("epochs", "1"),
+            ("batch_size", "128"),
+            ("train_limit", "2000"),
+            ("backend", "cpu"),
+        ];
         let config = TrainConfig::from_pairs(pairs).unwrap();
-        assert_eq!((config.lr, config.epochs, config.batch_size), (0.05, 1, 128));
+        assert_eq!(
+            (config.lr, config.epochs, config.batch_size),
+            (0.05, 1, 128)
+        );
         assert_eq!((config.train_limit, config.test_limit), (Some(2000), None));
         let text = config.pairs();
         let again = TrainConfig::from_pairs(text.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
@@ -252,9 +302,15 @@ mod tests {
     #[test]
     fn bad_values_name_the_setting() {
         let error = TrainConfig::from_pairs([("lr", "fast")]).unwrap_err();
-        assert_eq!(error.to_string(), "learning rate must be a number, got 'fast'");
+        assert_eq!(
+            error.to_string(),
+            "learning rate must be a number, got 'fast'"
+        );
         let error = TrainConfig::from_pairs([("batch_size", "-3")]).unwrap_err();
-        assert_eq!(error.to_string(), "batch size must be a whole number, got '-3'");
+        assert_eq!(
+            error.to_string(),
+            "batch size must be a whole number, got '-3'"
+        );
         assert!(TrainConfig::from_pairs([("lr", "inf")]).is_err());
         assert!(TrainConfig::from_pairs([("epochs", "0")]).is_err());
         assert!(TrainConfig::from_pairs([("model", "vgg")]).is_err());
@@ -262,7 +318,10 @@ mod tests {
 
     #[test]
     fn parses_names_used_by_cli_and_page() {
-        assert_eq!("lenet-small".parse::<ModelKind>(), Ok(ModelKind::LenetSmall));
+        assert_eq!(
+            "lenet-small".parse::<ModelKind>(),
+            Ok(ModelKind::LenetSmall)
+        );
         assert_eq!("adam".parse::<OptimizerKind>(), Ok(OptimizerKind::Adam));
         assert!("resnet".parse::<ModelKind>().is_err());
         assert_eq!(ModelKind::LenetSmall.to_string(), "lenet-small");

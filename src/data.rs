@@ -40,13 +40,27 @@ pub enum IdxProblem {
     #[error("inflates to more than {} MiB, too large for MNIST", MAX_IDX_BYTES >> 20)]
     TooLarge,
     #[error("truncated header: {found} bytes, an IDX {kind} header needs {needed}")]
-    TruncatedHeader { kind: &'static str, found: usize, needed: usize },
+    TruncatedHeader {
+        kind: &'static str,
+        found: usize,
+        needed: usize,
+    },
     #[error("magic number 0x{found:08x} is not that of an IDX {kind} file (0x{expected:08x})")]
-    Magic { kind: &'static str, found: u32, expected: u32 },
+    Magic {
+        kind: &'static str,
+        found: u32,
+        expected: u32,
+    },
     #[error("images are {rows}x{cols} pixels, MNIST images are {IMAGE_SIDE}x{IMAGE_SIDE}")]
     Dimensions { rows: u32, cols: u32 },
-    #[error("the header announces {count} items ({expected} bytes of data) but the file holds {found} bytes")]
-    Length { count: u32, expected: u64, found: usize },
+    #[error(
+        "the header announces {count} items ({expected} bytes of data) but the file holds {found} bytes"
+    )]
+    Length {
+        count: u32,
+        expected: u64,
+        found: usize,
+    },
     #[error("label {label} at index {index} is not a digit 0-9")]
     Label { index: usize, label: u8 },
 }
@@ -64,11 +78,19 @@ pub enum DataError {
     #[error(transparent)]
     Idx(#[from] IdxError),
     #[error("{images_file} holds {images} images but {labels_file} holds {labels} labels")]
-    CountMismatch { images_file: String, images: usize, labels_file: String, labels: usize },
+    CountMismatch {
+        images_file: String,
+        images: usize,
+        labels_file: String,
+        labels: usize,
+    },
     #[error("MNIST file {} not found (run `make data` to download MNIST into data/mnist)", .path.display())]
     Missing { path: PathBuf },
     #[error("cannot read {}: {source}", .path.display())]
-    Io { path: PathBuf, source: std::io::Error },
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
 }
 
 /// Images and labels of one split, kept as bytes: 47 MB for the training set instead of 188 MB
@@ -102,7 +124,10 @@ pub struct MnistBatcher {
 
 /// The bytes of an IDX file, inflated when they are gzip, bounded by [`MAX_IDX_BYTES`].
 pub fn inflate(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
-    let error = |problem| IdxError { file: file.to_string(), problem };
+    let error = |problem| IdxError {
+        file: file.to_string(),
+        problem,
+    };
     if bytes.is_empty() {
         return Err(error(IdxProblem::Empty));
     }
@@ -132,23 +157,42 @@ fn parse_idx<'a>(
     magic: u32,
     rank: usize,
 ) -> Result<(Vec<u32>, &'a [u8]), IdxError> {
-    let error = |problem| IdxError { file: file.to_string(), problem };
+    let error = |problem| IdxError {
+        file: file.to_string(),
+        problem,
+    };
     let header_len = 4 + 4 * rank;
     if bytes.len() < 4 {
-        return Err(error(IdxProblem::TruncatedHeader { kind, found: bytes.len(), needed: header_len }));
+        return Err(error(IdxProblem::TruncatedHeader {
+            kind,
+            found: bytes.len(),
+            needed: header_len,
+        }));
     }
     let word = |i: usize| u32::from_be_bytes(bytes[4 * i..4 * i + 4].try_into().expect("4 bytes"));
     if word(0) != magic {
-        return Err(error(IdxProblem::Magic { kind, found: word(0), expected: magic }));
+        return Err(error(IdxProblem::Magic {
+            kind,
+            found: word(0),
+            expected: magic,
+        }));
     }
     if bytes.len() < header_len {
-        return Err(error(IdxProblem::TruncatedHeader { kind, found: bytes.len(), needed: header_len }));
+        return Err(error(IdxProblem::TruncatedHeader {
+            kind,
+            found: bytes.len(),
+            needed: header_len,
+        }));
     }
     let dims: Vec<u32> = (1..=rank).map(word).collect();
     let expected = dims.iter().map(|&d| u64::from(d)).product::<u64>();
     let data = &bytes[header_len..];
     if expected != data.len() as u64 {
-        return Err(error(IdxProblem::Length { count: dims[0], expected, found: data.len() }));
+        return Err(error(IdxProblem::Length {
+            count: dims[0],
+            expected,
+            found: data.len(),
+        }));
     }
     Ok((dims, data))
 }
@@ -156,7 +200,10 @@ fn parse_idx<'a>(
 /// Parses an IDX3 image file (raw or gzip) of 28x28 images; returns the pixels, one byte each.
 pub fn parse_images(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
     let bytes = inflate(file, bytes)?;
-    let error = |problem| IdxError { file: file.to_string(), problem };
+    let error = |problem| IdxError {
+        file: file.to_string(),
+        problem,
+    };
     let (dims, data) = parse_idx(file, &bytes, "image", IMAGES_MAGIC, 3)?;
     let (rows, cols) = (dims[1], dims[2]);
     if (rows as usize, cols as usize) != (IMAGE_SIDE, IMAGE_SIDE) {
@@ -170,7 +217,10 @@ pub fn parse_labels(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
     let bytes = inflate(file, bytes)?;
     let (_, data) = parse_idx(file, &bytes, "label", LABELS_MAGIC, 1)?;
     if let Some((index, &label)) = data.iter().enumerate().find(|(_, l)| **l > 9) {
-        return Err(IdxError { file: file.to_string(), problem: IdxProblem::Label { index, label } });
+        return Err(IdxError {
+            file: file.to_string(),
+            problem: IdxProblem::Label { index, label },
+        });
     }
     Ok(data.to_vec())
 }
@@ -224,10 +274,17 @@ impl Mnist {
         let read = |name: &str| -> Result<Vec<u8>, DataError> {
             let raw = dir.join(name);
             let gz = dir.join(format!("{name}.gz"));
-            let path = if raw.exists() || !gz.exists() { raw } else { gz };
+            let path = if raw.exists() || !gz.exists() {
+                raw
+            } else {
+                gz
+            };
             std::fs::read(&path).map_err(|source| match source.kind() {
                 std::io::ErrorKind::NotFound => DataError::Missing { path: path.clone() },
-                _ => DataError::Io { path: path.clone(), source },
+                _ => DataError::Io {
+                    path: path.clone(),
+                    source,
+                },
             })
         };
         let split = |images: &str, labels: &str| -> Result<MnistSplit, DataError> {
@@ -251,8 +308,7 @@ pub fn epoch_order(len: usize, seed: u64, epoch: usize) -> Vec<usize> {
 
 impl MnistBatcher {
     pub fn new(device: Device) -> Self {
-        let normalised =
-            std::array::from_fn(|p| (p as f32 / 255.0 - PIXEL_MEAN) / PIXEL_STD);
+        let normalised = std::array::from_fn(|p| (p as f32 / 255.0 - PIXEL_MEAN) / PIXEL_STD);
         Self { device, normalised }
     }
 
@@ -326,9 +382,15 @@ pub(crate) mod tests {
         let labels = idx_labels(&[1, 2]);
         assert_eq!(
             problem(parse_images("f", &labels)),
-            IdxProblem::Magic { kind: "image", found: LABELS_MAGIC, expected: IMAGES_MAGIC }
+            IdxProblem::Magic {
+                kind: "image",
+                found: LABELS_MAGIC,
+                expected: IMAGES_MAGIC
+            }
         );
-        let message = parse_images("train-images", &labels).unwrap_err().to_string();
+        let message = parse_images("train-images", &labels)
+            .unwrap_err()
+            .to_string();
         assert_eq!(
             message,
             "train-images: magic number 0x00000801 is not that of an IDX image file (0x00000803)"
@@ -339,13 +401,23 @@ pub(crate) mod tests {
     fn rejects_empty_and_truncated_files() {
         assert_eq!(problem(parse_images("f", &[])), IdxProblem::Empty);
         let raw = idx_images(2, 28, 28);
-        assert!(matches!(problem(parse_images("f", &raw[..10])), IdxProblem::TruncatedHeader { .. }));
+        assert!(matches!(
+            problem(parse_images("f", &raw[..10])),
+            IdxProblem::TruncatedHeader { .. }
+        ));
         assert_eq!(
             problem(parse_images("f", &raw[..raw.len() - 1])),
-            IdxProblem::Length { count: 2, expected: 2 * 784, found: 2 * 784 - 1 }
+            IdxProblem::Length {
+                count: 2,
+                expected: 2 * 784,
+                found: 2 * 784 - 1
+            }
         );
         let gz = gzip(&raw);
-        assert!(matches!(problem(parse_images("f", &gz[..gz.len() / 2])), IdxProblem::Gzip(_)));
+        assert!(matches!(
+            problem(parse_images("f", &gz[..gz.len() / 2])),
+            IdxProblem::Gzip(_)
+        ));
     }
 
     #[test]
@@ -356,7 +428,10 @@ pub(crate) mod tests {
         );
         assert_eq!(
             problem(parse_labels("f", &idx_labels(&[3, 10]))),
-            IdxProblem::Label { index: 1, label: 10 }
+            IdxProblem::Label {
+                index: 1,
+                label: 10
+            }
         );
     }
 
@@ -367,7 +442,11 @@ pub(crate) mod tests {
         // 2^31 * 784 bytes would be 1.5 TiB: the check compares with the file's length first.
         assert_eq!(
             problem(parse_images("f", &bytes)),
-            IdxProblem::Length { count: 1 << 31, expected: (1u64 << 31) * 784, found: 784 }
+            IdxProblem::Length {
+                count: 1 << 31,
+                expected: (1u64 << 31) * 784,
+                found: 784
+            }
         );
     }
 
@@ -378,7 +457,10 @@ pub(crate) mod tests {
             header.extend(d.to_be_bytes());
         }
         header.resize(MAX_IDX_BYTES as usize + 1024, 0);
-        assert_eq!(problem(parse_images("f", &gzip(&header))), IdxProblem::TooLarge);
+        assert_eq!(
+            problem(parse_images("f", &gzip(&header))),
+            IdxProblem::TooLarge
+        );
     }
 
     #[test]
@@ -386,15 +468,29 @@ pub(crate) mod tests {
         let error =
             MnistSplit::from_idx("imgs", &idx_images(3, 28, 28), "lbls", &idx_labels(&[1, 2]))
                 .unwrap_err();
-        assert_eq!(error.to_string(), "imgs holds 3 images but lbls holds 2 labels");
+        assert_eq!(
+            error.to_string(),
+            "imgs holds 3 images but lbls holds 2 labels"
+        );
     }
 
     #[test]
     fn limits_and_shuffles_deterministically() {
-        let split =
-            MnistSplit::from_idx("i", &idx_images(5, 28, 28), "l", &idx_labels(&[0, 1, 2, 3, 4]))
-                .unwrap();
-        assert_eq!((split.len_within(Some(3)), split.len_within(Some(9)), split.len_within(None)), (3, 5, 5));
+        let split = MnistSplit::from_idx(
+            "i",
+            &idx_images(5, 28, 28),
+            "l",
+            &idx_labels(&[0, 1, 2, 3, 4]),
+        )
+        .unwrap();
+        assert_eq!(
+            (
+                split.len_within(Some(3)),
+                split.len_within(Some(9)),
+                split.len_within(None)
+            ),
+            (3, 5, 5)
+        );
         assert_eq!(split.label(2), 2);
         let order = epoch_order(1000, 7, 1);
         assert_eq!(order, epoch_order(1000, 7, 1));
@@ -411,7 +507,12 @@ pub(crate) mod tests {
             MnistSplit::from_idx("i", &idx_images(2, 28, 28), "l", &idx_labels(&[4, 9])).unwrap();
         let batch = MnistBatcher::new(Device::flex()).batch(&split, &[1, 0]);
         assert_eq!(batch.images.dims(), [2, 1, 28, 28]);
-        let targets = batch.targets.into_data().convert::<i64>().try_to_vec::<i64>().unwrap();
+        let targets = batch
+            .targets
+            .into_data()
+            .convert::<i64>()
+            .try_to_vec::<i64>()
+            .unwrap();
         assert_eq!(targets, vec![9, 4]);
         let pixels = batch.images.into_data().try_to_vec::<f32>().unwrap();
         let expected = (split.image(1)[0] as f32 / 255.0 - PIXEL_MEAN) / PIXEL_STD;

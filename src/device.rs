@@ -73,7 +73,11 @@ async fn gpu_adapter() -> Result<GpuAdapter, String> {
                 Backend::Gl => "OpenGL".to_string(),
                 other => format!("{other:?}"),
             };
-            let name = if info.name.is_empty() { "unnamed adapter".to_string() } else { info.name };
+            let name = if info.name.is_empty() {
+                "unnamed adapter".to_string()
+            } else {
+                info.name
+            };
             GpuAdapter {
                 device,
                 description: format!("{api} — {name}"),
@@ -94,7 +98,12 @@ fn cpu(reason: String) -> TrainDevice {
 }
 
 fn gpu(adapter: GpuAdapter, reason: String) -> TrainDevice {
-    TrainDevice { device: adapter.device, kind: BackendKind::Gpu, adapter: adapter.description, reason }
+    TrainDevice {
+        device: adapter.device,
+        kind: BackendKind::Gpu,
+        adapter: adapter.description,
+        reason,
+    }
 }
 
 /// Picks the training device for `choice`. `Auto` skips software GPUs (lavapipe, SwiftShader):
@@ -105,7 +114,9 @@ pub async fn select_device(choice: BackendChoice) -> Result<TrainDevice, DeviceE
         BackendChoice::Gpu => {
             let adapter = gpu_adapter().await.map_err(DeviceError::NoGpu)?;
             let reason = match adapter.software {
-                true => "the GPU backend was asked for; this adapter is a software renderer".to_string(),
+                true => {
+                    "the GPU backend was asked for; this adapter is a software renderer".to_string()
+                }
                 false => "the GPU backend was asked for".to_string(),
             };
             Ok(gpu(adapter, reason))

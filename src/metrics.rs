@@ -20,6 +20,8 @@ pub struct RunMetrics {
     /// The backend and adapter that trained, as shown to the user.
     pub backend: String,
     pub losses: Vec<LossPoint>,
+    /// Steps the whole run takes, known from its first step: the charts' extent.
+    pub total_steps: usize,
     pub epochs: Vec<EpochReport>,
     pub samples_per_sec: f64,
     pub outcome: Option<Outcome>,
@@ -32,6 +34,7 @@ impl RunMetrics {
             config,
             backend,
             losses: Vec::new(),
+            total_steps: 0,
             epochs: Vec::new(),
             samples_per_sec: 0.0,
             outcome: None,
@@ -42,9 +45,14 @@ impl RunMetrics {
     pub fn record(&mut self, event: &TrainEvent) {
         match event {
             TrainEvent::Step(step) => {
+                self.total_steps = step.batches_per_epoch * self.config.epochs;
                 self.samples_per_sec = step.samples_per_sec;
                 if let Some(loss) = step.loss {
-                    self.losses.push(LossPoint { step: step.step, epoch: step.epoch, loss });
+                    self.losses.push(LossPoint {
+                        step: step.step,
+                        epoch: step.epoch,
+                        loss,
+                    });
                 }
             }
             TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
@@ -52,7 +60,10 @@ impl RunMetrics {
                 self.divergence = Some(divergence.clone());
                 self.outcome = Some(Outcome::Diverged);
             }
-            TrainEvent::Done { outcome, samples_per_sec } => {
+            TrainEvent::Done {
+                outcome,
+                samples_per_sec,
+            } => {
                 self.outcome = Some(*outcome);
                 self.samples_per_sec = *samples_per_sec;
             }
@@ -87,9 +98,25 @@ mod tests {
         };
         metrics.record(&step(1, Some(2.3)));
         metrics.record(&step(2, None));
-        metrics.record(&TrainEvent::Epoch(EpochReport { epoch: 1, test_loss: 0.5, correct: 9, total: 10 }));
-        metrics.record(&TrainEvent::Done { outcome: Outcome::Completed, samples_per_sec: 123.0 });
-        assert_eq!(metrics.losses, vec![LossPoint { step: 1, epoch: 1, loss: 2.3 }]);
+        metrics.record(&TrainEvent::Epoch(EpochReport {
+            epoch: 1,
+            test_loss: 0.5,
+            correct: 9,
+            total: 10,
+        }));
+        metrics.record(&TrainEvent::Done {
+            outcome: Outcome::Completed,
+            samples_per_sec: 123.0,
+        });
+        assert_eq!(
+            metrics.losses,
+            vec![LossPoint {
+                step: 1,
+                epoch: 1,
+                loss: 2.3
+            }]
+        );
+        assert_eq!(metrics.total_steps, 20);
         assert_eq!(metrics.epochs.len(), 1);
         assert_eq!(metrics.outcome, Some(Outcome::Completed));
         let json: serde_json::Value = serde_json::from_str(&metrics.to_json()).unwrap();

@@ -53,10 +53,16 @@ struct PytorchInit {
 }
 
 impl PytorchInit {
-    fn param<const D: usize>(&mut self, shape: [usize; D], fan_in: usize, device: &Device) -> Param<Tensor<D>> {
+    fn param<const D: usize>(
+        &mut self,
+        shape: [usize; D],
+        fan_in: usize,
+        device: &Device,
+    ) -> Param<Tensor<D>> {
         let bound = 1.0 / (fan_in as f32).sqrt();
-        let values: Vec<f32> =
-            (0..shape.iter().product()).map(|_| self.rng.random_range(-bound..bound)).collect();
+        let values: Vec<f32> = (0..shape.iter().product())
+            .map(|_| self.rng.random_range(-bound..bound))
+            .collect();
         Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
     }
 
@@ -71,8 +77,9 @@ impl PytorchInit {
     }
 
     fn linear(&mut self, inputs: usize, outputs: usize, device: &Device) -> Linear {
-        let mut linear =
-            LinearConfig::new(inputs, outputs).with_initializer(Initializer::Zeros).init(device);
+        let mut linear = LinearConfig::new(inputs, outputs)
+            .with_initializer(Initializer::Zeros)
+            .init(device);
         // burn stores a Linear weight as [in, out], PyTorch as [out, in].
         linear.weight = self.param([inputs, outputs], inputs, device);
         linear.bias = Some(self.param([outputs], inputs, device));
@@ -82,7 +89,9 @@ impl PytorchInit {
 
 impl NetConfig {
     pub fn init(&self, device: &Device, seed: u64) -> Net {
-        let mut init = PytorchInit { rng: StdRng::seed_from_u64(seed) };
+        let mut init = PytorchInit {
+            rng: StdRng::seed_from_u64(seed),
+        };
         let flat = self.conv2_channels * FINAL_SIDE * FINAL_SIDE;
         Net {
             conv1: init.conv([1, self.conv1_channels], device),
@@ -125,8 +134,18 @@ mod tests {
     #[test]
     fn parameter_counts_match_pytorch() {
         let device = Device::flex();
-        assert_eq!(NetConfig::from(ModelKind::Lenet).init(&device, 1).num_params(), 431_080);
-        assert_eq!(NetConfig::from(ModelKind::LenetSmall).init(&device, 1).num_params(), 21_840);
+        assert_eq!(
+            NetConfig::from(ModelKind::Lenet)
+                .init(&device, 1)
+                .num_params(),
+            431_080
+        );
+        assert_eq!(
+            NetConfig::from(ModelKind::LenetSmall)
+                .init(&device, 1)
+                .num_params(),
+            21_840
+        );
     }
 
     #[test]
@@ -134,14 +153,24 @@ mod tests {
         let device = Device::flex();
         let config = NetConfig::from(ModelKind::LenetSmall);
         let fc1 = |seed| {
-            config.init(&device, seed).fc1.weight.val().into_data().try_to_vec::<f32>().unwrap()
+            config
+                .init(&device, seed)
+                .fc1
+                .weight
+                .val()
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap()
         };
         let values = fc1(3);
         let bound = 1.0 / 320f32.sqrt();
         assert!(values.iter().all(|v| v.abs() <= bound));
         // A uniform draw over ±bound has a standard deviation of bound/√3.
         let std = (values.iter().map(|v| v * v).sum::<f32>() / values.len() as f32).sqrt();
-        assert!((std - bound / 3f32.sqrt()).abs() < 0.01 * bound, "std {std}");
+        assert!(
+            (std - bound / 3f32.sqrt()).abs() < 0.01 * bound,
+            "std {std}"
+        );
         assert_eq!(values, fc1(3));
         assert_ne!(values, fc1(4));
     }

@@ -83,7 +83,10 @@ pub enum TrainEvent {
     Step(StepReport),
     Epoch(EpochReport),
     Diverged(Divergence),
-    Done { outcome: Outcome, samples_per_sec: f64 },
+    Done {
+        outcome: Outcome,
+        samples_per_sec: f64,
+    },
 }
 
 /// Pause, resume and stop a run from outside it; the loop looks at it between steps.
@@ -96,11 +99,15 @@ const STOPPED: u8 = 2;
 
 impl TrainControl {
     pub fn pause(&self) {
-        let _ = self.0.compare_exchange(RUNNING, PAUSED, Ordering::SeqCst, Ordering::SeqCst);
+        let _ = self
+            .0
+            .compare_exchange(RUNNING, PAUSED, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     pub fn resume(&self) {
-        let _ = self.0.compare_exchange(PAUSED, RUNNING, Ordering::SeqCst, Ordering::SeqCst);
+        let _ = self
+            .0
+            .compare_exchange(PAUSED, RUNNING, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     pub fn stop(&self) {
@@ -134,7 +141,9 @@ fn optimizer(config: &TrainConfig) -> ModuleOptimizer {
         // PyTorch's SGD has no dampening; burn's momentum defaults to 0.1.
         OptimizerKind::Sgd => SgdConfig::new()
             .with_momentum((config.momentum > 0.0).then(|| {
-                MomentumConfig::new().with_momentum(config.momentum).with_dampening(0.0)
+                MomentumConfig::new()
+                    .with_momentum(config.momentum)
+                    .with_dampening(0.0)
             }))
             .init(),
         // PyTorch's Adam epsilon; burn's default is 1e-5.
@@ -181,7 +190,10 @@ pub async fn train(
                     outcome: Outcome::Stopped,
                     samples_per_sec: rate(trained_samples, training_time),
                 });
-                return Ok(Trained { model, outcome: Outcome::Stopped });
+                return Ok(Trained {
+                    model,
+                    outcome: Outcome::Stopped,
+                });
             }
             let started = Instant::now();
             let MnistBatch { images, targets } = batcher.batch(&data.train, indices);
@@ -197,8 +209,16 @@ pub async fn train(
             training_time += started.elapsed();
             trained_samples += indices.len();
             if let Some(loss) = loss.filter(|l| !l.is_finite()) {
-                on_event(TrainEvent::Diverged(Divergence { epoch, step, lr: config.lr, loss }));
-                return Ok(Trained { model, outcome: Outcome::Diverged });
+                on_event(TrainEvent::Diverged(Divergence {
+                    epoch,
+                    step,
+                    lr: config.lr,
+                    loss,
+                }));
+                return Ok(Trained {
+                    model,
+                    outcome: Outcome::Diverged,
+                });
             }
             on_event(TrainEvent::Step(StepReport {
                 epoch,
@@ -213,18 +233,26 @@ pub async fn train(
             }));
             platform::yield_now().await;
         }
-        on_event(TrainEvent::Epoch(evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?));
+        on_event(TrainEvent::Epoch(
+            evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?,
+        ));
     }
     on_event(TrainEvent::Done {
         outcome: Outcome::Completed,
         samples_per_sec: rate(trained_samples, training_time),
     });
-    Ok(Trained { model, outcome: Outcome::Completed })
+    Ok(Trained {
+        model,
+        outcome: Outcome::Completed,
+    })
 }
 
 /// Reads a one-element tensor back without blocking, which WebGPU cannot do.
 async fn read_scalar<E: Element, K: Basic>(tensor: Tensor<1, K>) -> Result<E, TrainError> {
-    tensor.into_scalar_async::<E>().await.map_err(|e| TrainError::Readback(e.to_string()))
+    tensor
+        .into_scalar_async::<E>()
+        .await
+        .map_err(|e| TrainError::Readback(e.to_string()))
 }
 
 /// Average cross-entropy and accuracy of `model` on the first `len` samples of `split`, read
@@ -248,11 +276,19 @@ pub async fn evaluate(
             .init(&device)
             .forward(logits.clone(), targets.clone())
             .mul_scalar(chunk.len() as f32);
-        let hits = logits.argmax(1).reshape([chunk.len()]).equal(targets).int().sum();
+        let hits = logits
+            .argmax(1)
+            .reshape([chunk.len()])
+            .equal(targets)
+            .int()
+            .sum();
         loss_sum = Some(loss_sum.map_or(loss.clone(), |sum| sum + loss));
         correct = Some(correct.map_or(hits.clone(), |sum| sum + hits));
     }
-    let (loss_sum, correct) = (loss_sum.expect("non-empty test set"), correct.expect("non-empty"));
+    let (loss_sum, correct) = (
+        loss_sum.expect("non-empty test set"),
+        correct.expect("non-empty"),
+    );
     let loss_sum: f32 = read_scalar(loss_sum).await?;
     let correct: i64 = read_scalar(correct).await?;
     Ok(EpochReport {
@@ -322,10 +358,18 @@ mod tests {
     #[test]
     fn sgd_momentum_follows_pytorch() {
         let device = Device::flex().autodiff();
-        let config = TrainConfig { lr: 0.1, momentum: 0.9, ..TrainConfig::default() };
+        let config = TrainConfig {
+            lr: 0.1,
+            momentum: 0.9,
+            ..TrainConfig::default()
+        };
         let mut optim = optimizer(&config);
-        let tensor = |values: [f32; 2]| Tensor::<1>::from_data(TensorData::new(values.to_vec(), [2]), &device);
-        let mut tiny = Tiny { weight: Param::from_tensor(tensor([0.5, -1.0]).require_grad()) };
+        let tensor = |values: [f32; 2]| {
+            Tensor::<1>::from_data(TensorData::new(values.to_vec(), [2]), &device)
+        };
+        let mut tiny = Tiny {
+            weight: Param::from_tensor(tensor([0.5, -1.0]).require_grad()),
+        };
         // loss = w·x, so the gradient is x.
         for x in [[1.0, 2.0], [3.0, -1.0]] {
             let loss = (tiny.weight.val() * tensor(x)).sum();
@@ -335,7 +379,10 @@ mod tests {
         // PyTorch: v1 = g1, w1 = w0 - lr·v1 = [0.4, -1.2]; v2 = 0.9·v1 + g2 = [3.9, 0.8],
         // w2 = w1 - lr·v2 = [0.01, -1.28]. burn's default dampening 0.1 would give [0.04, -1.29].
         let weight = tiny.weight.val().into_data().try_to_vec::<f32>().unwrap();
-        assert!((weight[0] - 0.01).abs() < 1e-6 && (weight[1] + 1.28).abs() < 1e-6, "{weight:?}");
+        assert!(
+            (weight[0] - 0.01).abs() < 1e-6 && (weight[1] + 1.28).abs() < 1e-6,
+            "{weight:?}"
+        );
     }
 
     #[test]
@@ -351,10 +398,21 @@ mod tests {
             loss: Some(0.123456),
             samples_per_sec: 1000.0,
         };
-        assert_eq!(step.log_line().unwrap(), "Train Epoch: 1 [6400/60000 (11%)]\tLoss: 0.123456");
+        assert_eq!(
+            step.log_line().unwrap(),
+            "Train Epoch: 1 [6400/60000 (11%)]\tLoss: 0.123456"
+        );
         assert_eq!(StepReport { loss: None, ..step }.log_line(), None);
-        let epoch = EpochReport { epoch: 1, test_loss: 0.04123, correct: 9868, total: 10000 };
-        assert_eq!(epoch.to_string(), "Test set: Average loss: 0.0412, Accuracy: 9868/10000 (98.68%)");
+        let epoch = EpochReport {
+            epoch: 1,
+            test_loss: 0.04123,
+            correct: 9868,
+            total: 10000,
+        };
+        assert_eq!(
+            epoch.to_string(),
+            "Test set: Average loss: 0.0412, Accuracy: 9868/10000 (98.68%)"
+        );
     }
 
     #[test]

@@ -23,10 +23,19 @@ fn assert_rejected(args: &[&str], expected: &str) {
 #[test]
 fn bad_flags_get_one_clear_line_and_exit_2() {
     assert_rejected(&["train", "--lr", "abc"], "--lr");
-    assert_rejected(&["train", "--lr", "NaN"], "learning rate must be a positive finite number");
+    assert_rejected(
+        &["train", "--lr", "NaN"],
+        "learning rate must be a positive finite number",
+    );
     assert_rejected(&["train", "--lr", "-1"], "learning rate");
-    assert_rejected(&["train", "--momentum", "1"], "momentum must be at least 0 and below 1");
-    assert_rejected(&["train", "--batch-size", "0"], "batch size must be at least 1");
+    assert_rejected(
+        &["train", "--momentum", "1"],
+        "momentum must be at least 0 and below 1",
+    );
+    assert_rejected(
+        &["train", "--batch-size", "0"],
+        "batch size must be at least 1",
+    );
     assert_rejected(&["train", "--epochs", "0"], "epochs must be at least 1");
     assert_rejected(&["train", "--model", "resnet"], "unknown model 'resnet'");
     assert_rejected(&["train", "--optimizer", "rmsprop"], "unknown optimizer");
@@ -42,7 +51,10 @@ fn missing_or_corrupt_data_is_named() {
     for name in ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"] {
         std::fs::write(dir.path().join(name), b"\x00\x00\x08\x03\x00\x00").unwrap();
     }
-    assert_rejected(&["train", "--data", data], "train-images-idx3-ubyte: truncated header");
+    assert_rejected(
+        &["train", "--data", data],
+        "train-images-idx3-ubyte: truncated header",
+    );
 }
 
 #[test]
@@ -66,11 +78,28 @@ fn a_short_cpu_run_prints_pytorch_style_logs_and_writes_its_files() {
         out.path().to_str().unwrap(),
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "{stdout}{}", String::from_utf8_lossy(&output.stderr));
-    assert!(stdout.starts_with("Backend: CPU (flex) (the CPU backend was asked for)"), "{stdout}");
-    assert!(stdout.contains("Train Epoch: 1 [0/640 (0%)]\tLoss: "), "{stdout}");
-    assert!(stdout.contains("Train Epoch: 2 [320/640 (50%)]\tLoss: "), "{stdout}");
-    assert_eq!(stdout.matches("Test set: Average loss: ").count(), 2, "{stdout}");
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.starts_with("Backend: CPU (flex) (the CPU backend was asked for)"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Train Epoch: 1 [0/640 (0%)]\tLoss: "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("Train Epoch: 2 [320/640 (50%)]\tLoss: "),
+        "{stdout}"
+    );
+    assert_eq!(
+        stdout.matches("Test set: Average loss: ").count(),
+        2,
+        "{stdout}"
+    );
     assert!(stdout.contains("/200 ("), "{stdout}");
 
     let metrics: serde_json::Value =

@@ -12,13 +12,17 @@ use webtrain::train::{EpochReport, Outcome, TrainControl, TrainEvent, train};
 fn run(config: &TrainConfig, device: &Device) -> (Vec<f32>, Vec<EpochReport>, Outcome) {
     let data = common::mnist();
     let (mut losses, mut epochs) = (Vec::new(), Vec::new());
-    let trained = pollster::block_on(train(config, &data, device, &TrainControl::default(), |event| {
-        match event {
+    let trained = pollster::block_on(train(
+        config,
+        &data,
+        device,
+        &TrainControl::default(),
+        |event| match event {
             TrainEvent::Step(step) => losses.extend(step.loss),
             TrainEvent::Epoch(report) => epochs.push(report),
             _ => {}
-        }
-    }))
+        },
+    ))
     .unwrap();
     (losses, epochs, trained.outcome)
 }
@@ -36,7 +40,9 @@ fn lenet_on_cpu_learns_mnist_from_4000_images() {
         test_limit: Some(1000),
         ..TrainConfig::default()
     };
-    let device = pollster::block_on(select_device(BackendChoice::Cpu)).unwrap().device;
+    let device = pollster::block_on(select_device(BackendChoice::Cpu))
+        .unwrap()
+        .device;
     let (losses, epochs, outcome) = run(&config, &device);
     assert_eq!(outcome, Outcome::Completed);
     assert_eq!(epochs.len(), 1);
@@ -44,7 +50,10 @@ fn lenet_on_cpu_learns_mnist_from_4000_images() {
     assert_eq!(report.total, 1000);
     // PyTorch reaches 93-94% with these settings.
     assert!(report.accuracy() > 85.0, "{report}");
-    assert!(losses[0] > 2.0, "an untrained net starts near ln 10: {losses:?}");
+    assert!(
+        losses[0] > 2.0,
+        "an untrained net starts near ln 10: {losses:?}"
+    );
 }
 
 #[test]
@@ -69,12 +78,17 @@ fn lenet_on_wgpu_lowers_the_loss_in_20_steps() {
 #[test]
 fn cpu_and_wgpu_start_from_the_same_weights_and_batches() {
     let cpu = Device::flex();
-    let gpu = pollster::block_on(select_device(BackendChoice::Gpu)).expect("a wgpu adapter").device;
+    let gpu = pollster::block_on(select_device(BackendChoice::Gpu))
+        .expect("a wgpu adapter")
+        .device;
     let data = common::mnist();
     let indices = &epoch_order(data.train.len(), 1, 1)[..64];
     let batch = |device: &Device| MnistBatcher::new(device.clone()).batch(&data.train, indices);
     let (cpu_batch, gpu_batch) = (batch(&cpu), batch(&gpu));
-    assert_eq!(cpu_batch.images.clone().into_data(), gpu_batch.images.clone().into_data());
+    assert_eq!(
+        cpu_batch.images.clone().into_data(),
+        gpu_batch.images.clone().into_data()
+    );
     assert_eq!(cpu_batch.targets.into_data(), gpu_batch.targets.into_data());
 
     for kind in [ModelKind::Lenet, ModelKind::LenetSmall] {
@@ -84,9 +98,15 @@ fn cpu_and_wgpu_start_from_the_same_weights_and_batches() {
         };
         let on_cpu = logits(&cpu, cpu_batch.images.clone());
         let on_gpu = logits(&gpu, gpu_batch.images.clone());
-        let differs = on_cpu.iter().zip(&on_gpu).map(|(a, b)| (a - b).abs()).fold(0.0, f32::max);
+        let differs = on_cpu
+            .iter()
+            .zip(&on_gpu)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
         assert!(differs < 1e-4, "{kind}: logits differ by {differs}");
-        let other_seed = NetConfig::from(kind).init(&cpu, 8).forward(cpu_batch.images.clone());
+        let other_seed = NetConfig::from(kind)
+            .init(&cpu, 8)
+            .forward(cpu_batch.images.clone());
         assert_ne!(other_seed.into_data().try_to_vec::<f32>().unwrap(), on_cpu);
     }
 }
@@ -103,20 +123,38 @@ fn a_diverging_run_stops_and_says_where() {
     };
     let data = common::mnist();
     let mut events = Vec::new();
-    let trained = pollster::block_on(train(&config, &data, &Device::flex(), &TrainControl::default(), |e| {
-        events.push(e)
-    }))
+    let trained = pollster::block_on(train(
+        &config,
+        &data,
+        &Device::flex(),
+        &TrainControl::default(),
+        |e| events.push(e),
+    ))
     .unwrap();
     assert_eq!(trained.outcome, Outcome::Diverged);
-    let Some(TrainEvent::Diverged(divergence)) = events.last() else { panic!("{events:?}") };
+    let Some(TrainEvent::Diverged(divergence)) = events.last() else {
+        panic!("{events:?}")
+    };
     assert!(!divergence.loss.is_finite());
-    assert!(divergence.step < 30, "stopped within the first epoch: {divergence}");
-    assert!(divergence.to_string().starts_with(&format!("diverged at epoch 1, step {}", divergence.step)));
+    assert!(
+        divergence.step < 30,
+        "stopped within the first epoch: {divergence}"
+    );
+    assert!(
+        divergence
+            .to_string()
+            .starts_with(&format!("diverged at epoch 1, step {}", divergence.step))
+    );
 }
 
 #[test]
 fn a_stopped_run_ends_between_steps() {
-    let config = TrainConfig { model: ModelKind::LenetSmall, train_limit: Some(640), test_limit: Some(100), ..TrainConfig::default() };
+    let config = TrainConfig {
+        model: ModelKind::LenetSmall,
+        train_limit: Some(640),
+        test_limit: Some(100),
+        ..TrainConfig::default()
+    };
     let data = common::mnist();
     let control = TrainControl::default();
     let mut steps = 0;

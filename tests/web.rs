@@ -17,7 +17,10 @@ const LABELS: &[u8] = include_bytes!("../data/mnist/t10k-labels-idx1-ubyte.gz");
 /// gzip is 1.6 MB against the training split's 9.7 MB.
 fn mnist_digits() -> Mnist {
     let digits = MnistSplit::from_idx(TEST_IMAGES, IMAGES, TEST_LABELS, LABELS).unwrap();
-    Mnist { train: digits.clone(), test: digits }
+    Mnist {
+        train: digits.clone(),
+        test: digits,
+    }
 }
 
 fn mean(values: &[f32]) -> f32 {
@@ -35,11 +38,17 @@ async fn twenty_steps(device: &Device) -> Vec<f32> {
         ..TrainConfig::default()
     };
     let mut losses = Vec::new();
-    let trained = train(&config, &mnist_digits(), device, &TrainControl::default(), |event| {
-        if let TrainEvent::Step(step) = event {
-            losses.extend(step.loss);
-        }
-    })
+    let trained = train(
+        &config,
+        &mnist_digits(),
+        device,
+        &TrainControl::default(),
+        |event| {
+            if let TrainEvent::Step(step) = event {
+                losses.extend(step.loss);
+            }
+        },
+    )
     .await
     .unwrap();
     assert_eq!(trained.outcome, Outcome::Completed);
@@ -49,9 +58,15 @@ async fn twenty_steps(device: &Device) -> Vec<f32> {
 
 #[wasm_bindgen_test]
 async fn lenet_on_webgpu_lowers_the_loss_in_20_steps() {
-    let device = select_device(BackendChoice::Gpu).await.expect("a WebGPU adapter");
+    let device = select_device(BackendChoice::Gpu)
+        .await
+        .expect("a WebGPU adapter");
     assert_eq!(device.kind, BackendKind::Gpu);
-    assert!(device.adapter.starts_with("WebGPU — "), "{}", device.adapter);
+    assert!(
+        device.adapter.starts_with("WebGPU — "),
+        "{}",
+        device.adapter
+    );
     let losses = twenty_steps(&device.device).await;
     assert!(mean(&losses[15..]) < mean(&losses[..5]) - 0.3, "{losses:?}");
 }
@@ -69,5 +84,8 @@ fn the_idx_parser_rejects_a_truncated_file() {
     let raw = webtrain::data::inflate(TEST_IMAGES, IMAGES).unwrap();
     let error = parse_images(TEST_IMAGES, &raw[..raw.len() - 100]).unwrap_err();
     assert_eq!(error.file, TEST_IMAGES);
-    assert!(matches!(error.problem, IdxProblem::Length { count: 10_000, .. }), "{error}");
+    assert!(
+        matches!(error.problem, IdxProblem::Length { count: 10_000, .. }),
+        "{error}"
+    );
 }

@@ -14,7 +14,11 @@ fn remove_webgpu() {
     let descriptor = js_sys::Object::new();
     js_sys::Reflect::set(&descriptor, &"value".into(), &JsValue::UNDEFINED).unwrap();
     js_sys::Object::define_property(&navigator, &"gpu".into(), &descriptor);
-    assert!(js_sys::Reflect::get(&navigator, &"gpu".into()).unwrap().is_undefined());
+    assert!(
+        js_sys::Reflect::get(&navigator, &"gpu".into())
+            .unwrap()
+            .is_undefined()
+    );
 }
 
 #[wasm_bindgen_test]
@@ -22,8 +26,18 @@ async fn a_failed_webgpu_init_selects_the_cpu_and_says_why() {
     remove_webgpu();
     let device = select_device(BackendChoice::Auto).await.unwrap();
     assert_eq!(device.kind, BackendKind::Cpu);
-    assert!(device.reason.starts_with("no GPU adapter: "), "{}", device.reason);
-    assert!(device.to_string().starts_with("CPU — no GPU adapter"), "{device}");
+    assert!(
+        device.reason.starts_with("no GPU adapter: "),
+        "{}",
+        device.reason
+    );
+    assert!(
+        device.to_string().starts_with("CPU — no GPU adapter"),
+        "{device}"
+    );
     let forced = select_device(BackendChoice::Gpu).await.unwrap_err();
-    assert!(forced.to_string().starts_with("no GPU available"), "{forced}");
+    assert!(
+        forced.to_string().starts_with("no GPU available"),
+        "{forced}"
+    );
 }

@@ -5,7 +5,9 @@ use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element, Event, HtmlElement};
 
 pub fn document() -> Document {
-    web_sys::window().and_then(|w| w.document()).expect("a page with a document")
+    web_sys::window()
+        .and_then(|w| w.document())
+        .expect("a page with a document")
 }
 
 /// An element the page's own HTML defines.

@@ -7,7 +7,9 @@ use web_sys::{File, HtmlInputElement, ReadableStreamDefaultReader, Response};
 
 use super::PageError;
 use super::dom::{by_id, js_error};
-use crate::data::{MAX_IDX_BYTES, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS};
+use crate::data::{
+    MAX_IDX_BYTES, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS,
+};
 
 /// The four files in the order they are fetched, each with the id of its file input.
 const FILES: [(&str, &str); 4] = [
@@ -30,8 +32,15 @@ fn split(files: &[(String, Vec<u8>)]) -> Result<Mnist, PageError> {
 
 /// Streams `url` into memory, reporting the fraction received; refuses more than any MNIST
 /// file can hold.
-async fn fetch_bytes(file: &str, url: &str, on_progress: &dyn Fn(f64)) -> Result<Vec<u8>, PageError> {
-    let failed = |message: String| PageError::Download { file: file.to_string(), message };
+async fn fetch_bytes(
+    file: &str,
+    url: &str,
+    on_progress: &dyn Fn(f64),
+) -> Result<Vec<u8>, PageError> {
+    let failed = |message: String| PageError::Download {
+        file: file.to_string(),
+        message,
+    };
     let window = web_sys::window().expect("a window");
     let response: Response = JsFuture::from(window.fetch_with_str(url))
         .await
@@ -46,13 +55,23 @@ async fn fetch_bytes(file: &str, url: &str, on_progress: &dyn Fn(f64)) -> Result
         .ok()
         .flatten()
         .and_then(|l| l.parse::<f64>().ok());
-    let body = response.body().ok_or_else(|| failed("empty response".into()))?;
-    let reader: ReadableStreamDefaultReader =
-        body.get_reader().dyn_into().map_err(|e| failed(js_error(e.into())))?;
+    let body = response
+        .body()
+        .ok_or_else(|| failed("empty response".into()))?;
+    let reader: ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|e| failed(js_error(e.into())))?;
     let mut bytes = Vec::new();
     loop {
-        let chunk = JsFuture::from(reader.read()).await.map_err(|e| failed(js_error(e)))?;
-        if Reflect::get(&chunk, &"done".into()).ok().and_then(|d| d.as_bool()).unwrap_or(true) {
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| failed(js_error(e)))?;
+        if Reflect::get(&chunk, &"done".into())
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true)
+        {
             break;
         }
         let value: Uint8Array = Reflect::get(&chunk, &"value".into())
@@ -60,7 +79,9 @@ async fn fetch_bytes(file: &str, url: &str, on_progress: &dyn Fn(f64)) -> Result
             .map_err(|e| failed(js_error(e)))?;
         let start = bytes.len();
         if (start + value.length() as usize) as u64 > MAX_IDX_BYTES {
-            return Err(PageError::TooLarge { file: file.to_string() });
+            return Err(PageError::TooLarge {
+                file: file.to_string(),
+            });
         }
         bytes.resize(start + value.length() as usize, 0);
         value.copy_to(&mut bytes[start..]);
@@ -76,9 +97,13 @@ async fn fetch_bytes(file: &str, url: &str, on_progress: &dyn Fn(f64)) -> Result
 pub async fn download(on_progress: impl Fn(f64, &str)) -> Result<Mnist, PageError> {
     let mut files = Vec::new();
     for (index, (name, _)) in FILES.iter().enumerate() {
-        let report = |fraction: f64| on_progress((index as f64 + fraction) / FILES.len() as f64, name);
+        let report =
+            |fraction: f64| on_progress((index as f64 + fraction) / FILES.len() as f64, name);
         report(0.0);
-        files.push((name.to_string(), fetch_bytes(name, &format!("./{name}.gz"), &report).await?));
+        files.push((
+            name.to_string(),
+            fetch_bytes(name, &format!("./{name}.gz"), &report).await?,
+        ));
     }
     on_progress(1.0, "parsing");
     split(&files)
@@ -90,7 +115,10 @@ async fn read_file(name: &str, file: File) -> Result<Vec<u8>, PageError> {
     }
     let buffer = JsFuture::from(file.array_buffer())
         .await
-        .map_err(|e| PageError::Download { file: name.to_string(), message: js_error(e) })?;
+        .map_err(|e| PageError::Download {
+            file: name.to_string(),
+            message: js_error(e),
+        })?;
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 

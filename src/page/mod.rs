@@ -117,7 +117,14 @@ fn set_state(state: State) {
     by_id::<HtmlButtonElement>("pause").set_disabled(!training);
     by_id::<HtmlButtonElement>("stop").set_disabled(!training);
     by_id::<HtmlButtonElement>("use-files").set_disabled(training);
-    set_text("pause", if state == State::Paused { "Resume" } else { "Pause" });
+    set_text(
+        "pause",
+        if state == State::Paused {
+            "Resume"
+        } else {
+            "Pause"
+        },
+    );
 }
 
 fn show_error(message: &str) {
@@ -144,7 +151,9 @@ fn search_params() -> Option<UrlSearchParams> {
 /// Fills the form from the URL's query (`?lr=0.05&batch_size=128&backend=cpu`), so a run can be
 /// shared as a link. Bad values land in the form, where validation shows them.
 fn prefill_from_query() {
-    let Some(params) = search_params() else { return };
+    let Some(params) = search_params() else {
+        return;
+    };
     for id in FIELDS {
         if let Some(value) = params.get(&id.replace('-', "_")) {
             dom::set_value(id, &value);
@@ -156,7 +165,10 @@ fn prefill_from_query() {
 }
 
 fn form_pairs() -> Vec<(String, String)> {
-    FIELDS.iter().map(|id| (id.replace('-', "_"), dom::value(id))).collect()
+    FIELDS
+        .iter()
+        .map(|id| (id.replace('-', "_"), dom::value(id)))
+        .collect()
 }
 
 fn form_config() -> Result<TrainConfig, ConfigError> {
@@ -171,11 +183,22 @@ fn backend_choice() -> Result<BackendChoice, DeviceError> {
 fn validate_form() -> Result<TrainConfig, ConfigError> {
     for ((name, value), id) in form_pairs().iter().zip(FIELDS) {
         let mut alone = TrainConfig::default();
-        let bad = alone.set(name, value).and_then(|_| alone.validate()).is_err();
-        let _ = by_id::<HtmlElement>(id).class_list().toggle_with_force("invalid", bad);
+        let bad = alone
+            .set(name, value)
+            .and_then(|_| alone.validate())
+            .is_err();
+        let _ = by_id::<HtmlElement>(id)
+            .class_list()
+            .toggle_with_force("invalid", bad);
     }
     let result = form_config();
-    show_error(&result.as_ref().err().map(ToString::to_string).unwrap_or_default());
+    show_error(
+        &result
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+    );
     result
 }
 
@@ -189,7 +212,9 @@ fn wire_form() {
 
 /// Writes the run's settings into the URL without reloading.
 fn write_query(config: &TrainConfig, choice: BackendChoice) {
-    let Ok(params) = UrlSearchParams::new() else { return };
+    let Ok(params) = UrlSearchParams::new() else {
+        return;
+    };
     for (name, value) in config.pairs() {
         params.append(name, &value);
     }
@@ -235,7 +260,11 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
 fn use_data(session: &Shared, data: Mnist) {
     set_text(
         "data-status",
-        &format!("MNIST: {} training and {} test images", data.train.len(), data.test.len()),
+        &format!(
+            "MNIST: {} training and {} test images",
+            data.train.len(),
+            data.test.len()
+        ),
     );
     session.borrow_mut().data = Some(Rc::new(data));
 }
@@ -287,7 +316,9 @@ fn wire_controls(session: &Shared) {
 
 /// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
 fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<CanvasBackend>) {
-    let Some(backend) = CanvasBackend::new(canvas) else { return };
+    let Some(backend) = CanvasBackend::new(canvas) else {
+        return;
+    };
     let area = backend.into_drawing_area();
     if let Err(error) = area.fill(&WHITE).and_then(|_| draw(&area, metrics)) {
         web_sys::console::warn_1(&format!("{canvas}: {error}").into());
@@ -299,7 +330,10 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
         TrainEvent::Step(step) => {
             let done = (step.epoch - 1) * step.epoch_len + step.seen;
             by_id::<HtmlProgressElement>("progress").set_value(done as f64 / total as f64);
-            set_text("epoch", &format!("{}/{}", step.epoch, metrics.config.epochs));
+            set_text(
+                "epoch",
+                &format!("{}/{}", step.epoch, metrics.config.epochs),
+            );
             set_text("step", &step.step.to_string());
             set_text("speed", &format!("{:.0}", step.samples_per_sec));
             if let Some(line) = step.log_line() {
@@ -317,16 +351,22 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
             log(&message);
             show_error(&message);
         }
-        TrainEvent::Done { samples_per_sec, .. } => set_text("speed", &format!("{samples_per_sec:.0}")),
+        TrainEvent::Done {
+            samples_per_sec, ..
+        } => set_text("speed", &format!("{samples_per_sec:.0}")),
     }
 }
 
 /// One training run from the form's settings.
 async fn run(session: &Shared) -> Result<(), PageError> {
-    let Ok(config) = validate_form() else { return Ok(()) };
+    let Ok(config) = validate_form() else {
+        return Ok(());
+    };
     let choice = backend_choice()?;
     write_query(&config, choice);
-    let Some(data) = session.borrow().data.clone() else { return Ok(()) };
+    let Some(data) = session.borrow().data.clone() else {
+        return Ok(());
+    };
     let device = device_for(session, choice).await?;
     let control = TrainControl::default();
     session.borrow_mut().control = Some(control.clone());
