@@ -62,10 +62,8 @@ async fn gpu_adapter() -> Result<GpuAdapter, String> {
     if let Some(gpu) = GPU.get() {
         return gpu.clone();
     }
-    let gpu = Device::wgpu_options()
-        .init_with_setup_async()
-        .await
-        .map(|(device, setup)| {
+    let gpu = match Device::wgpu_options().init_with_setup_async().await {
+        Ok((device, setup)) => {
             let info = setup.adapter.get_info();
             let api = match info.backend {
                 Backend::BrowserWebGpu => "WebGPU".to_string(),
@@ -73,19 +71,52 @@ async fn gpu_adapter() -> Result<GpuAdapter, String> {
                 Backend::Gl => "OpenGL".to_string(),
                 other => format!("{other:?}"),
             };
-            let name = if info.name.is_empty() {
-                "unnamed adapter".to_string()
-            } else {
-                info.name
+            let name = match info.name.is_empty() {
+                false => info.name,
+                true => browser_adapter_name()
+                    .await
+                    .unwrap_or_else(|| "unnamed adapter".into()),
             };
-            GpuAdapter {
+            Ok(GpuAdapter {
                 device,
                 description: format!("{api} — {name}"),
                 software: info.device_type == DeviceType::Cpu,
-            }
-        })
-        .map_err(|e| e.to_string());
+            })
+        }
+        Err(error) => Err(error.to_string()),
+    };
     GPU.get_or_init(|| gpu).clone()
+}
+
+/// Browsers leave GPUAdapterInfo.description (wgpu's adapter name) empty; its vendor and
+/// architecture still say what the adapter is, e.g. "google swiftshader".
+#[cfg(target_arch = "wasm32")]
+async fn browser_adapter_name() -> Option<String> {
+    use wasm_bindgen::{JsCast, JsValue};
+    let get = |object: &JsValue, key: &str| {
+        js_sys::Reflect::get(object, &key.into())
+            .ok()
+            .filter(|v| !v.is_undefined() && !v.is_null())
+    };
+    let gpu = get(&get(&js_sys::global(), "navigator")?, "gpu")?;
+    let request_adapter: js_sys::Function = get(&gpu, "requestAdapter")?.dyn_into().ok()?;
+    let promise: js_sys::Promise = request_adapter.call0(&gpu).ok()?.dyn_into().ok()?;
+    let info = get(
+        &wasm_bindgen_futures::JsFuture::from(promise).await.ok()?,
+        "info",
+    )?;
+    let words: Vec<String> = ["vendor", "architecture"]
+        .into_iter()
+        .filter_map(|key| get(&info, key)?.as_string())
+        .filter(|word| !word.is_empty())
+        .collect();
+    (!words.is_empty()).then(|| words.join(" "))
+}
+
+/// Native adapters have names.
+#[cfg(not(target_arch = "wasm32"))]
+async fn browser_adapter_name() -> Option<String> {
+    None
 }
 
 fn cpu(reason: String) -> TrainDevice {
