@@ -41,7 +41,7 @@ const pixels = (page, id, rgb) => page.$eval(`#${id}`, (canvas, [r, g, b]) => {
 const LOSS = [31, 119, 180];
 const ACCURACY = [214, 39, 40];
 
-for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto').split(',')) {
+for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) {
   test(`trains lenet from a shared link (${backend})`, { timeout: 900_000 }, async () => {
     const page = await open(`?epochs=1&train_limit=4000&test_limit=500&lr=0.05&backend=${backend}`);
     assert.equal(await page.inputValue('#lr'), '0.05');
@@ -86,5 +86,42 @@ test('an invalid learning rate shows an error and does not start', async () => {
 test('a bad value in the link is shown, not trained with', async () => {
   const page = await open('?lr=fast&epochs=1');
   assert.match(await page.textContent('#error'), /learning rate must be a number, got 'fast'/);
+  await page.close();
+});
+
+test('pause holds the run, resume continues it, stop ends it', async () => {
+  const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&backend=cpu');
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 3);
+  await page.click('#pause');
+  await page.waitForSelector('body[data-state="paused"]');
+  assert.equal(await page.textContent('#pause'), 'Resume');
+  const held = await page.textContent('#step');
+  await page.waitForTimeout(1500);
+  assert.equal(await page.textContent('#step'), held, 'no step while paused');
+  await page.click('#pause');
+  await page.waitForSelector('body[data-state="training"]');
+  await page.waitForFunction((s) => Number(document.querySelector('#step').textContent) > s, Number(held));
+  await page.click('#stop');
+  await page.waitForSelector('body[data-state="stopped"]');
+  const steps = Number(await page.textContent('#step'));
+  assert.ok(steps < 20000 / 64, `stopped early, after ${steps} steps`);
+  await page.close();
+});
+
+test('a bad file of my own is named with its problem', async () => {
+  const page = await open('');
+  const file = (name, bytes) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) });
+  await page.setInputFiles('#file-train-images', file('my-images.idx', [0, 0, 8, 1, 0, 0, 0, 0]));
+  await page.setInputFiles('#file-train-labels', file('my-labels.idx', [0, 0, 8, 1, 0, 0, 0, 0]));
+  await page.setInputFiles('#file-test-images', file('test-images.idx', [0, 0, 8, 3]));
+  await page.setInputFiles('#file-test-labels', file('test-labels.idx', [0, 0, 8, 1, 0, 0, 0, 0]));
+  await page.click('summary');
+  await page.click('#use-files');
+  await page.waitForFunction(() => document.querySelector('#error').textContent !== '');
+  assert.equal(await page.textContent('#error'),
+    'my-images.idx: magic number 0x00000801 is not that of an IDX image file (0x00000803)');
+  // The MNIST already loaded stays in use.
+  assert.match(await page.textContent('#data-status'), /60000 training and 10000 test images/);
   await page.close();
 });
