@@ -312,6 +312,10 @@ impl MnistBatcher {
         Self { device, normalised }
     }
 
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
     /// The samples at `indices` of `split`, normalised, on the batcher's device.
     pub fn batch(&self, split: &MnistSplit, indices: &[usize]) -> MnistBatch {
         let pixels: Vec<f32> = indices

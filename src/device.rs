@@ -6,12 +6,10 @@ use std::sync::OnceLock;
 
 use burn::prelude::*;
 use burn::tensor::wgpu::wgpu::{Backend, DeviceType};
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// What the user asked for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum BackendChoice {
     /// A hardware GPU when there is one, otherwise the CPU.
     #[default]
@@ -22,8 +20,7 @@ pub enum BackendChoice {
 }
 
 /// What actually trains.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum BackendKind {
     Gpu,
     Cpu,

@@ -264,31 +264,28 @@ pub async fn evaluate(
     batcher: &MnistBatcher,
     epoch: usize,
 ) -> Result<EpochReport, TrainError> {
+    if len == 0 {
+        return Err(TrainError::EmptyData("test"));
+    }
     let model = model.valid();
+    let loss_fn = CrossEntropyLossConfig::new().init(batcher.device());
     let indices: Vec<usize> = (0..len).collect();
-    let mut loss_sum: Option<Tensor<1>> = None;
-    let mut correct: Option<Tensor<1, Int>> = None;
+    let (mut losses, mut hits) = (Vec::new(), Vec::new());
     for chunk in indices.chunks(EVAL_BATCH) {
         let MnistBatch { images, targets } = batcher.batch(split, chunk);
         let logits = model.forward(images);
-        let device = logits.device();
-        let loss = CrossEntropyLossConfig::new()
-            .init(&device)
-            .forward(logits.clone(), targets.clone())
-            .mul_scalar(chunk.len() as f32);
-        let hits = logits
-            .argmax(1)
-            .reshape([chunk.len()])
-            .equal(targets)
-            .int()
-            .sum();
-        loss_sum = Some(loss_sum.map_or(loss.clone(), |sum| sum + loss));
-        correct = Some(correct.map_or(hits.clone(), |sum| sum + hits));
+        let loss = loss_fn.forward(logits.clone(), targets.clone());
+        losses.push(loss.mul_scalar(chunk.len() as f32));
+        hits.push(
+            logits
+                .argmax(1)
+                .reshape([chunk.len()])
+                .equal(targets)
+                .int()
+                .sum(),
+        );
     }
-    let (loss_sum, correct) = (
-        loss_sum.expect("non-empty test set"),
-        correct.expect("non-empty"),
-    );
+    let (loss_sum, correct) = (Tensor::cat(losses, 0).sum(), Tensor::cat(hits, 0).sum());
     let loss_sum: f32 = read_scalar(loss_sum).await?;
     let correct: i64 = read_scalar(correct).await?;
     Ok(EpochReport {
