@@ -5,8 +5,10 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/webtrain/target
 # Training tests in the browser take longer than wasm-bindgen-test's default 20 s.
 export WASM_BINDGEN_TEST_TIMEOUT ?= 900
 CHROMEDRIVER ?= /usr/bin/chromedriver
+# The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
+export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 
-.PHONY: serve train test data
+.PHONY: serve train test bench data
 
 data:
 	scripts/fetch-mnist.sh data/mnist
@@ -23,3 +25,10 @@ test: data
 	cargo test
 	wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback
 	scripts/e2e.sh
+
+# Speed against PyTorch (native) and TensorFlow.js (same headless Chromium): bench/RESULTS.md.
+bench: data
+	scripts/setup.sh trunk browser bench
+	cargo build --release
+	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
+	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py

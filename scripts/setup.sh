@@ -4,6 +4,7 @@
 #   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
 #   scripts/setup.sh e2e       playwright-core for the end-to-end tests (npm, no browser download)
+#   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -45,12 +46,21 @@ setup_e2e() {
     (cd tests/e2e && npm ci --no-audit --no-fund)
 }
 
+setup_bench() {
+  [ -d bench/node_modules/@tensorflow/tfjs ] || (cd bench && npm ci --no-audit --no-fund)
+  local venv=${TORCH_VENV:-$HOME/.cache/webtrain/torch-venv}
+  "$venv/bin/python" -c 'import torch, numpy' 2>/dev/null && return
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet torch numpy
+}
+
 for what in "$@"; do
   case "$what" in
     wasm) setup_wasm ;;
     trunk) setup_trunk ;;
     browser) setup_browser ;;
     e2e) setup_e2e ;;
+    bench) setup_bench ;;
     *) echo "setup.sh: unknown component '$what'" >&2; exit 2 ;;
   esac
 done

@@ -7,9 +7,10 @@ use burn::module::Module;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use thiserror::Error;
+use webtrain::bench::{self, BenchError};
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
 use webtrain::data::{DataError, Mnist};
-use webtrain::device::{BackendChoice, DeviceError, select_device};
+use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
 use webtrain::metrics::RunMetrics;
 use webtrain::train::{TrainControl, TrainError, TrainEvent, train};
 
@@ -28,11 +29,14 @@ struct Cli {
 enum Command {
     /// Train a model on MNIST and write metrics.json, loss.svg and model.bpk.
     Train(TrainArgs),
+    /// Measure training throughput (and optionally the time to a test accuracy); print JSON.
+    Bench(BenchArgs),
 }
 
+/// What a run trains on, with what, and how: shared by `train` and `bench`.
 #[derive(clap::Args)]
 #[command(allow_negative_numbers = true)]
-struct TrainArgs {
+struct RunArgs {
     /// Directory with the four MNIST IDX files (raw or .gz).
     #[arg(long, default_value = "data/mnist")]
     data: PathBuf,
@@ -64,9 +68,33 @@ struct TrainArgs {
     /// Test on the first N test images only.
     #[arg(long)]
     test_limit: Option<usize>,
+}
+
+#[derive(clap::Args)]
+struct TrainArgs {
+    #[command(flatten)]
+    run: RunArgs,
     /// Where to write the run's files [default: runs/<timestamp>].
     #[arg(long)]
     out: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct BenchArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Steps before timing starts (shader compilation, autotuning), rounded up to a window.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
+    /// Steps per timed window.
+    #[arg(long, default_value_t = 50)]
+    steps: usize,
+    /// Timed windows; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Also train up to --epochs epochs and report the training time to this test accuracy (%).
+    #[arg(long)]
+    target_accuracy: Option<f64>,
 }
 
 #[derive(Debug, Error)]
@@ -80,6 +108,8 @@ enum CliError {
     #[error(transparent)]
     Train(#[from] TrainError),
     #[error(transparent)]
+    Bench(#[from] BenchError),
+    #[error(transparent)]
     Chart(#[from] webtrain::chart::ChartError),
     #[error("cannot write {}: {source}", .path.display())]
     Write {
@@ -90,7 +120,7 @@ enum CliError {
     SaveModel { path: PathBuf, message: String },
 }
 
-impl TrainArgs {
+impl RunArgs {
     fn config(&self) -> TrainConfig {
         TrainConfig {
             model: self.model,
@@ -114,11 +144,48 @@ fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), CliError> {
     })
 }
 
-fn run_training(args: TrainArgs) -> Result<(), CliError> {
+/// The validated settings, the data and the device of a run, or why there is none.
+fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError> {
     let config = args.config();
     config.validate()?;
     let data = Mnist::load_dir(&args.data)?;
     let device = pollster::block_on(select_device(args.backend))?;
+    Ok((config, data, device))
+}
+
+fn run_bench(args: BenchArgs) -> Result<(), CliError> {
+    let (config, data, device) = prepare(&args.run)?;
+    let throughput = pollster::block_on(bench::throughput(
+        &config,
+        &data,
+        &device.device,
+        args.warmup,
+        args.steps,
+        args.repeats,
+    ))?;
+    let time_to_accuracy = match args.target_accuracy {
+        Some(target) => Some(pollster::block_on(bench::time_to_accuracy(
+            &config,
+            &data,
+            &device.device,
+            target,
+        ))?),
+        None => None,
+    };
+    let report = serde_json::json!({
+        "backend": device.to_string(),
+        "adapter": device.adapter,
+        "cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "model": config.model,
+        "throughput": throughput,
+        "time_to_accuracy": time_to_accuracy,
+    });
+    println!("{report}");
+    Ok(())
+}
+
+fn run_training(args: TrainArgs) -> Result<(), CliError> {
+    let (config, data, device) = prepare(&args.run)?;
     println!("Backend: {} ({})", device.adapter, device.reason);
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from("runs").join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
@@ -190,6 +257,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Train(args) => run_training(args),
+        Command::Bench(args) => run_bench(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,6 +1,7 @@
 //! webtrain: train the classic MNIST CNNs on the GPU, in the browser through WebGPU and natively
 //! through wgpu, with one async training loop that the CLI and the page both drive.
 
+pub mod bench;
 pub mod chart;
 pub mod config;
 pub mod data;

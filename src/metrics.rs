@@ -94,6 +94,7 @@ mod tests {
                 epoch_len: 640,
                 loss,
                 samples_per_sec: 100.0,
+                training_secs: 0.64 * step as f64,
             })
         };
         metrics.record(&step(1, Some(2.3)));

@@ -50,6 +50,8 @@ pub struct StepReport {
     pub loss: Option<f32>,
     /// Training samples per second of training time so far.
     pub samples_per_sec: f64,
+    /// Training time so far, in seconds: evaluation and pauses excluded.
+    pub training_secs: f64,
 }
 
 /// The test set evaluated after an epoch.
@@ -230,6 +232,7 @@ pub async fn train(
                 epoch_len,
                 loss,
                 samples_per_sec: rate(trained_samples, training_time),
+                training_secs: training_time.as_secs_f64(),
             }));
             platform::yield_now().await;
         }
@@ -394,6 +397,7 @@ mod tests {
             epoch_len: 60000,
             loss: Some(0.123456),
             samples_per_sec: 1000.0,
+            training_secs: 6.4,
         };
         assert_eq!(
             step.log_line().unwrap(),

@@ -115,3 +115,74 @@ fn a_short_cpu_run_prints_pytorch_style_logs_and_writes_its_files() {
     // 21,840 f32 parameters
     assert!(model.len() > 21_840 * 4, "{} bytes", model.len());
 }
+
+#[test]
+fn bench_prints_throughput_and_time_to_accuracy_as_json() {
+    let output = webtrain(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--lr",
+        "0.05",
+        "--train-limit",
+        "2000",
+        "--test-limit",
+        "200",
+        "--epochs",
+        "3",
+        "--warmup",
+        "2",
+        "--steps",
+        "3",
+        "--repeats",
+        "2",
+        "--target-accuracy",
+        "50",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let report: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(report["adapter"], "CPU (flex)");
+    assert_eq!(report["model"], "lenet-small");
+    let throughput = &report["throughput"];
+    // The warm-up rounds up to a whole window of 3 steps, plus the step that starts the clock.
+    assert_eq!(throughput["warmup_steps"], 4);
+    let windows = throughput["window_secs"].as_array().unwrap();
+    assert_eq!(windows.len(), 2);
+    assert!(
+        windows.iter().all(|w| w.as_f64().unwrap() > 0.0),
+        "{windows:?}"
+    );
+    assert!(throughput["samples_per_sec"].as_f64().unwrap() > 0.0);
+    let time = &report["time_to_accuracy"];
+    let reached = &time["reached"];
+    assert!(reached["accuracy"].as_f64().unwrap() >= 50.0, "{time}");
+    assert!(reached["training_secs"].as_f64().unwrap() > 0.0, "{time}");
+    // Training stops at the first epoch that reaches the target.
+    assert_eq!(
+        time["epochs"].as_array().unwrap().len() as u64,
+        reached["epoch"].as_u64().unwrap()
+    );
+}
+
+#[test]
+fn bench_rejects_more_steps_than_an_epoch_holds() {
+    assert_rejected(
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--train-limit",
+            "640",
+            "--steps",
+            "50",
+        ],
+        "full batches are needed but the epoch has 10",
+    );
+}

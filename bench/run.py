@@ -1,0 +1,201 @@
+#!/usr/bin/env python3
+"""`make bench`: webtrain against PyTorch natively and against TensorFlow.js in the browser, on
+this machine, in one go. Writes bench/results.json and bench/RESULTS.md.
+
+Expects what `make bench` prepares: `cargo build --release`, a `trunk build --release` of the
+page in $BENCH_DIST, bench/node_modules, a Python with torch in $TORCH_PYTHON and MNIST in
+data/mnist. Work unit (issue 4): lenet at batch 64, SGD(lr 0.01, momentum 0.9).
+"""
+import datetime, gzip, http.server, json, os, platform, shutil, socketserver, statistics
+import subprocess, sys, threading
+from functools import partial
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
+DIST = Path(os.environ.get("BENCH_DIST", TARGET / "bench-dist"))
+TORCH_PYTHON = os.environ.get("TORCH_PYTHON", "python3")
+# Steps: warm-up, per window, windows (the median is reported).
+WARMUP, STEPS, REPEATS = (int(os.environ.get(k, d)) for k, d in
+                          (("BENCH_WARMUP", 20), ("BENCH_STEPS", 20), ("BENCH_REPEATS", 5)))
+TARGET_ACCURACY = 98.5
+MFLOP_PER_SAMPLE = 13.76  # lenet forward 4.59 MFLOP, x3 for a training step
+BUNDLE_LIMIT = 3_000_000
+
+
+def log(message):
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def run_json(command, **kwargs):
+    """The JSON line a benchmark prints, or why there is none."""
+    log(" ".join(map(str, command)))
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, **kwargs)
+    if done.returncode != 0:
+        lines = (done.stderr or done.stdout).strip().splitlines()
+        return {"ok": False, "error": lines[-1] if lines else f"exit {done.returncode}"}
+    return {"ok": True, **json.loads(done.stdout.strip().splitlines()[-1])}
+
+
+def webtrain_native(backend, target=None):
+    command = [TARGET / "release/webtrain", "bench", "--backend", backend, "--warmup", WARMUP,
+               "--steps", STEPS, "--repeats", REPEATS]
+    if target:
+        command += ["--target-accuracy", target, "--epochs", 3]
+    result = run_json(list(map(str, command)))
+    return {"framework": "webtrain", "where": "native", "backend": backend, **result}
+
+
+def pytorch(device, target=None):
+    command = [TORCH_PYTHON, "bench/pytorch_lenet.py", "--device", device, "--warmup", WARMUP,
+               "--steps", STEPS, "--repeats", REPEATS]
+    if target:
+        command += ["--target-accuracy", target, "--epochs", 3]
+    result = run_json(list(map(str, command)))
+    return {"framework": "pytorch", "where": "native", "backend": device, **result}
+
+
+class Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args):
+        pass
+
+
+def serve(directory):
+    """A loopback HTTP server for `directory` on a free port; returns its URL."""
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), partial(Quiet, directory=str(directory)))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return f"http://127.0.0.1:{server.server_address[1]}"
+
+
+def browser():
+    command = ["node", "bench/browser.mjs", serve(DIST), serve(ROOT), WARMUP, STEPS, REPEATS]
+    result = run_json(list(map(str, command)))
+    if not result.pop("ok"):
+        return {"chromium": None, "webtrain": [], "tfjs": [], "error": result["error"]}
+    for row in result["webtrain"] + result["tfjs"]:
+        row["where"] = "browser"
+    return result
+
+
+def bundle():
+    wasm = next(DIST.glob("*.wasm"))
+    raw = wasm.read_bytes()
+    return {"file": wasm.name, "bytes": len(raw), "gzip_bytes": len(gzip.compress(raw, 9))}
+
+
+def machine():
+    cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), platform.processor())
+    gpus = []
+    if shutil.which("nvidia-smi"):
+        gpus = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+                              capture_output=True, text=True).stdout.strip().splitlines()
+    return {"cores": os.cpu_count(), "cpu": cpu, "gpus": gpus, "os": platform.platform(),
+            "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+
+
+def speed(row):
+    """Samples/s of a row that ran, else None."""
+    if not row.get("ok"):
+        return None
+    return row["throughput"]["samples_per_sec"] if "throughput" in row else row["samples_per_s"]
+
+
+def best(rows):
+    ran = [r for r in rows if speed(r)]
+    return max(ran, key=speed) if ran else None
+
+
+def find(rows, framework, backend, where=None):
+    return next((r for r in rows if r["framework"] == framework and r["backend"] == backend
+                 and (where is None or r["where"] == where)), {})
+
+
+def ratio(a, b):
+    return speed(a) / speed(b) if a and b and speed(a) and speed(b) else None
+
+
+def main():
+    results = {"machine": machine(), "settings": {
+        "model": "lenet", "batch_size": 64, "optimizer": "sgd lr 0.01 momentum 0.9",
+        "warmup_steps": WARMUP, "steps_per_window": STEPS, "windows": REPEATS,
+        "mflop_per_sample": MFLOP_PER_SAMPLE}}
+    rows = [webtrain_native("cpu", TARGET_ACCURACY), webtrain_native("gpu")]
+    gpu, cpu = rows[1], rows[0]
+    if speed(gpu) and speed(gpu) > speed(cpu):
+        rows[1] = webtrain_native("gpu", TARGET_ACCURACY)
+    rows.append(pytorch("cpu", TARGET_ACCURACY))
+    if results["machine"]["gpus"]:
+        rows.append(pytorch("cuda", TARGET_ACCURACY))
+    in_browser = browser()
+    results["chromium"] = in_browser["chromium"]
+    if "error" in in_browser:
+        results["browser_error"] = in_browser["error"]
+    rows += in_browser["webtrain"] + in_browser["tfjs"]
+    for row in rows:
+        if speed(row):
+            row["gflop_per_s"] = speed(row) * MFLOP_PER_SAMPLE / 1000
+    results["rows"] = rows
+    results["bundle"] = bundle()
+
+    page = [r for r in rows if r["framework"] == "webtrain" and r["where"] == "browser"]
+    tfjs = [r for r in rows if r["framework"] == "tfjs"]
+    native_cpu = find(rows, "webtrain", "cpu", "native")
+    targets = [
+        ("browser GPU: webtrain WebGPU / TF.js webgpu", ratio(find(page, "webtrain", "gpu"), find(tfjs, "tfjs", "webgpu")), 4.0),
+        ("browser GPU: webtrain WebGPU / TF.js webgl", ratio(find(page, "webtrain", "gpu"), find(tfjs, "tfjs", "webgl")), 2.0),
+        ("browser overall: webtrain best / TF.js best", ratio(best(page), best(tfjs)), 20.0),
+        ("browser CPU fallback / webtrain native CPU", ratio(find(page, "webtrain", "cpu"), native_cpu), 0.8),
+        ("native CPU: webtrain / PyTorch", ratio(native_cpu, find(rows, "pytorch", "cpu")), 1.0),
+    ]
+    results["targets"] = [{"what": w, "ratio": r, "target": t, "met": r is not None and r >= t} for w, r, t in targets]
+    results["bundle"]["met"] = results["bundle"]["gzip_bytes"] <= BUNDLE_LIMIT
+    (ROOT / "bench/results.json").write_text(json.dumps(results, indent=2) + "\n")
+    (ROOT / "bench/RESULTS.md").write_text(markdown(results))
+    print(markdown(results))
+
+
+def markdown(results):
+    m = results["machine"]
+    out = [f"# Benchmark results\n",
+           f"`make bench` on {m['date']}: {m['cores']} cores ({m['cpu']}), "
+           f"GPU: {', '.join(m['gpus']) or 'none'}; Chromium {results['chromium'] or 'n/a'}.",
+           "Work unit: lenet training steps at batch 64, SGD(lr 0.01, momentum 0.9), real MNIST; "
+           f"median of {REPEATS} windows of {STEPS} steps after the warm-up.\n",
+           "| framework | where | backend | adapter | samples/s | ms/step | GFLOP/s |",
+           "|---|---|---|---|---:|---:|---:|"]
+    for r in results["rows"]:
+        adapter = r.get("adapter") or r.get("device") or ""
+        if r.get("ok") and speed(r):
+            ms = r["throughput"]["ms_per_step"] if "throughput" in r else r["ms_per_step"]
+            out.append(f"| {r['framework']} | {r['where']} | {r['backend']} | {adapter} | "
+                       f"{speed(r):,.1f} | {ms:,.1f} | {r['gflop_per_s']:.2f} |")
+        else:
+            out.append(f"| {r['framework']} | {r['where']} | {r['backend']} | {adapter} | "
+                       f"cannot train it: {r.get('error', '?')} | | |")
+    out += ["\n| target | ratio | wanted | met |", "|---|---:|---:|---|"]
+    for t in results["targets"]:
+        value = f"{t['ratio']:.2f}" if t["ratio"] is not None else "n/a"
+        out.append(f"| {t['what']} | {value} | ≥ {t['target']} | {'yes' if t['met'] else 'no'} |")
+    b = results["bundle"]
+    out.append(f"| wasm bundle, gzipped | {b['gzip_bytes'] / 1e6:.2f} MB ({b['bytes'] / 1e6:.1f} MB raw) "
+               f"| ≤ {BUNDLE_LIMIT / 1e6:.0f} MB | {'yes' if b['met'] else 'no'} |")
+    out += [f"\nTime to {TARGET_ACCURACY}% test accuracy (training time, evaluation excluded; "
+            "test accuracy checked after each epoch):\n"]
+    for r in results["rows"]:
+        tta = r.get("time_to_accuracy")
+        if not tta:
+            continue
+        reached = tta["reached"]
+        epochs = ", ".join(f"{e['accuracy']:.2f}%" for e in tta["epochs"])
+        when = (f"{reached['training_secs']:.1f} s (epoch {reached['epoch']})" if reached
+                else "not reached")
+        out.append(f"- {r['framework']} {r['where']} {r['backend']}: {when}; per epoch: {epochs}")
+    first = [r for r in results["rows"] if "first_step_ms" in r]
+    out.append("\nThe page, from clicking Start to the first finished step: " + "; ".join(
+        f"{r['backend']} {r['first_step_ms'] / 1000:.2f} s" for r in first) + ".")
+    return "\n".join(out) + "\n"
+
+
+if __name__ == "__main__":
+    main()
