@@ -8,7 +8,7 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 # The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 
-.PHONY: serve train test bench data
+.PHONY: serve train test bench check-pytorch data
 
 data:
 	scripts/fetch-mnist.sh data/mnist
@@ -17,8 +17,9 @@ serve: data
 	scripts/setup.sh trunk
 	trunk serve --release --offline
 
+# Release: the dev profile's dependencies train at about half the speed (see README, Performance).
 train: data
-	cargo run -- train
+	cargo run --release -- train
 
 test: data
 	scripts/setup.sh trunk browser e2e
@@ -32,3 +33,10 @@ bench: data
 	cargo build --release
 	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
 	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py
+
+# A full CLI run, then its model.safetensors loaded strictly into the PyTorch reference model,
+# which must get the run's test accuracy.
+check-pytorch: data
+	scripts/setup.sh bench
+	cargo run --release -- train --out $(CARGO_TARGET_DIR)/check-pytorch
+	$(TORCH_VENV)/bin/python scripts/check-pytorch-weights.py $(CARGO_TARGET_DIR)/check-pytorch

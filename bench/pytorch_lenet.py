@@ -30,6 +30,23 @@ class LeNet(nn.Module):  # webtrain's `lenet`: 431,080 parameters
         return self.fc2(F.relu(self.fc1(x.flatten(1))))
 
 
+class LeNetSmall(nn.Module):  # webtrain's `lenet-small`: 21,840 parameters
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 10, 5)
+        self.conv2 = nn.Conv2d(10, 20, 5)
+        self.fc1 = nn.Linear(320, 50)
+        self.fc2 = nn.Linear(50, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+MODELS = {"lenet": LeNet, "lenet-small": LeNetSmall}
+
+
 def load(data, images, labels):
     x = np.fromfile(f"{data}/{images}", dtype=np.uint8)[16:].reshape(-1, 1, 28, 28).astype(np.float32) / 255.0
     y = np.fromfile(f"{data}/{labels}", dtype=np.uint8)[8:].astype(np.int64)

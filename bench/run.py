@@ -43,7 +43,7 @@ def webtrain_native(backend, target=None):
     if target:
         command += ["--target-accuracy", target, "--epochs", 3]
     result = run_json(list(map(str, command)))
-    return {"framework": "webtrain", "where": "native", "backend": backend, **result}
+    return {"framework": "webtrain", "where": "native", **result, "backend": backend}
 
 
 def pytorch(device, target=None):
@@ -52,7 +52,7 @@ def pytorch(device, target=None):
     if target:
         command += ["--target-accuracy", target, "--epochs", 3]
     result = run_json(list(map(str, command)))
-    return {"framework": "pytorch", "where": "native", "backend": device, **result}
+    return {"framework": "pytorch", "where": "native", **result, "backend": device}
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):

@@ -49,9 +49,9 @@ setup_e2e() {
 setup_bench() {
   [ -d bench/node_modules/@tensorflow/tfjs ] || (cd bench && npm ci --no-audit --no-fund)
   local venv=${TORCH_VENV:-$HOME/.cache/webtrain/torch-venv}
-  "$venv/bin/python" -c 'import torch, numpy' 2>/dev/null && return
+  "$venv/bin/python" -c 'import torch, numpy, safetensors' 2>/dev/null && return
   python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet torch numpy
+  "$venv/bin/pip" install --quiet torch numpy safetensors
 }
 
 for what in "$@"; do

@@ -1,18 +1,24 @@
 //! The native CLI: wires flags, the terminal and the run's output files to the training core.
 
+use std::fs::File;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use burn::module::Module;
+use burn::prelude::Device;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use thiserror::Error;
 use webtrain::bench::{self, BenchError};
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
+use webtrain::data::MnistBatcher;
 use webtrain::data::{DataError, Mnist};
 use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
 use webtrain::metrics::RunMetrics;
-use webtrain::train::{TrainControl, TrainError, TrainEvent, train};
+use webtrain::model::{Net, NetConfig};
+use webtrain::train::{TrainControl, TrainError, TrainEvent, evaluate, train_from};
+use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors, to_safetensors};
 
 #[derive(Parser)]
 #[command(
@@ -27,10 +33,12 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Train a model on MNIST and write metrics.json, loss.svg and model.bpk.
+    /// Train a model on MNIST; write metrics.json, loss.svg, model.bpk and model.safetensors.
     Train(TrainArgs),
     /// Measure training throughput (and optionally the time to a test accuracy); print JSON.
     Bench(BenchArgs),
+    /// Print the test loss and accuracy of weights in a .safetensors file.
+    Eval(EvalArgs),
 }
 
 /// What a run trains on, with what, and how: shared by `train` and `bench`.
@@ -77,6 +85,28 @@ struct TrainArgs {
     /// Where to write the run's files [default: runs/<timestamp>].
     #[arg(long)]
     out: Option<PathBuf>,
+    /// Start from these weights (.safetensors with PyTorch's names) instead of a fresh model.
+    #[arg(long)]
+    init: Option<PathBuf>,
+}
+
+#[derive(clap::Args)]
+struct EvalArgs {
+    /// A .safetensors file with PyTorch's parameter names, ours or PyTorch's.
+    #[arg(long)]
+    weights: PathBuf,
+    /// lenet or lenet-small.
+    #[arg(long, default_value = "lenet")]
+    model: ModelKind,
+    /// Directory with the four MNIST IDX files (raw or .gz).
+    #[arg(long, default_value = "data/mnist")]
+    data: PathBuf,
+    /// auto, gpu or cpu.
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// Test on the first N test images only.
+    #[arg(long)]
+    test_limit: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -109,6 +139,13 @@ enum CliError {
     Train(#[from] TrainError),
     #[error(transparent)]
     Bench(#[from] BenchError),
+    #[error("{}: {source}", .path.display())]
+    Weights { path: PathBuf, source: WeightsError },
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error(transparent)]
     Chart(#[from] webtrain::chart::ChartError),
     #[error("cannot write {}: {source}", .path.display())]
@@ -153,6 +190,36 @@ fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError
     Ok((config, data, device))
 }
 
+/// Weights from `path`, read no further than a LeNet's weights can reach.
+fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, CliError> {
+    let read = |source| CliError::Read {
+        path: path.into(),
+        source,
+    };
+    let mut bytes = Vec::new();
+    File::open(path)
+        .map_err(read)?
+        .take(MAX_WEIGHTS_BYTES as u64 + 1)
+        .read_to_end(&mut bytes)
+        .map_err(read)?;
+    from_safetensors(bytes, model, device).map_err(|source| CliError::Weights {
+        path: path.into(),
+        source,
+    })
+}
+
+fn run_eval(args: EvalArgs) -> Result<(), CliError> {
+    let data = Mnist::load_dir(&args.data)?;
+    let device = pollster::block_on(select_device(args.backend))?;
+    let model = load_weights(&args.weights, args.model, &device.device)?;
+    let len = data.test.len_within(args.test_limit);
+    let batcher = MnistBatcher::new(device.device.clone());
+    let report = pollster::block_on(evaluate(&model, &data.test, len, &batcher, 0))?;
+    println!("Backend: {} ({})", device.adapter, device.reason);
+    println!("{report}");
+    Ok(())
+}
+
 fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     let (config, data, device) = prepare(&args.run)?;
     let throughput = pollster::block_on(bench::throughput(
@@ -173,8 +240,8 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         None => None,
     };
     let report = serde_json::json!({
-        "backend": device.to_string(),
         "adapter": device.adapter,
+        "reason": device.reason,
         "cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "model": config.model,
         "throughput": throughput,
@@ -204,7 +271,11 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let print = |line: String| bar.suspend(|| println!("{line}"));
     let mut metrics = RunMetrics::new(config.clone(), device.to_string());
     let control = TrainControl::default();
-    let trained = pollster::block_on(train(&config, &data, &device.device, &control, |event| {
+    let model = match &args.init {
+        Some(path) => load_weights(path, config.model, &device.device)?,
+        None => NetConfig::from(config.model).init(&device.device, config.seed),
+    };
+    let on_event = |event: TrainEvent| {
         match &event {
             TrainEvent::Step(step) => {
                 bar.set_position(((step.epoch - 1) * step.epoch_len + step.seen) as u64);
@@ -221,13 +292,26 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
             } => bar.finish_with_message(format!("{samples_per_sec:.0} samples/s")),
         }
         metrics.record(&event);
-    }))?;
+    };
+    let trained = pollster::block_on(train_from(
+        model,
+        &config,
+        &data,
+        &device.device,
+        &control,
+        on_event,
+    ))?;
 
     write(&out.join("metrics.json"), metrics.to_json())?;
     write(
         &out.join("loss.svg"),
         webtrain::chart::render_svg(&metrics)?,
     )?;
+    let weights = to_safetensors(&trained.model).map_err(|source| CliError::Weights {
+        path: out.join("model.safetensors"),
+        source,
+    })?;
+    write(&out.join("model.safetensors"), weights)?;
     let model_path = out.join("model.bpk");
     trained
         .model
@@ -258,6 +342,7 @@ pub fn main() -> ExitCode {
     let result = match cli.command {
         Command::Train(args) => run_training(args),
         Command::Bench(args) => run_bench(args),
+        Command::Eval(args) => run_eval(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -12,3 +12,4 @@ pub mod model;
 pub mod page;
 pub mod platform;
 pub mod train;
+pub mod weights;

@@ -4,6 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 
+use burn::module::{ModuleMapper, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::optim::momentum::MomentumConfig;
 use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
@@ -153,9 +154,32 @@ fn optimizer(config: &TrainConfig) -> ModuleOptimizer {
     }
 }
 
+/// Makes every parameter an autodiff leaf that keeps its gradient: weights made or loaded off
+/// the autodiff device are neither, and moving them to it does not change that.
+struct TrackGradients;
+
+impl ModuleMapper for TrackGradients {
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        param.map(|tensor| tensor.autodiff().require_grad())
+    }
+}
+
 /// Trains a fresh model as `config` says on `device`, reporting every step, epoch and the end
 /// through `on_event`.
 pub async fn train(
+    config: &TrainConfig,
+    data: &Mnist,
+    device: &Device,
+    control: &TrainControl,
+    on_event: impl FnMut(TrainEvent),
+) -> Result<Trained, TrainError> {
+    let model = NetConfig::from(config.model).init(&device.clone().autodiff(), config.seed);
+    train_from(model, config, data, device, control, on_event).await
+}
+
+/// Trains `model` (given weights, e.g. loaded from a file) as `config` says on `device`.
+pub async fn train_from(
+    model: Net,
     config: &TrainConfig,
     data: &Mnist,
     device: &Device,
@@ -172,7 +196,7 @@ pub async fn train(
         return Err(TrainError::EmptyData("test"));
     }
     let autodiff = device.clone().autodiff();
-    let mut model = NetConfig::from(config.model).init(&autodiff, config.seed);
+    let mut model = model.fork(&autodiff).map(&mut TrackGradients);
     let mut optim = optimizer(config);
     let loss_fn = CrossEntropyLossConfig::new().init(&autodiff);
     let batcher = MnistBatcher::new(autodiff.clone());
@@ -208,8 +232,8 @@ pub async fn train(
                 0 => Some(read_scalar::<f32, _>(loss).await?),
                 _ => None,
             };
-            training_time += started.elapsed();
             trained_samples += indices.len();
+            let so_far = training_time + started.elapsed();
             if let Some(loss) = loss.filter(|l| !l.is_finite()) {
                 on_event(TrainEvent::Diverged(Divergence {
                     epoch,
@@ -231,10 +255,13 @@ pub async fn train(
                 seen: batch * config.batch_size + indices.len(),
                 epoch_len,
                 loss,
-                samples_per_sec: rate(trained_samples, training_time),
-                training_secs: training_time.as_secs_f64(),
+                samples_per_sec: rate(trained_samples, so_far),
+                training_secs: so_far.as_secs_f64(),
             }));
             platform::yield_now().await;
+            // Wall-clock, the yield included: the device works on while the loop waits, and what
+            // the browser does between steps delays the run too. Pauses and evaluation are out.
+            training_time += started.elapsed();
         }
         on_event(TrainEvent::Epoch(
             evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?,

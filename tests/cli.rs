@@ -1,5 +1,6 @@
 //! The `webtrain` binary, as a user runs it.
 
+use std::path::Path;
 use std::process::{Command, Output};
 
 fn webtrain(args: &[&str]) -> Output {
@@ -184,5 +185,111 @@ fn bench_rejects_more_steps_than_an_epoch_holds() {
             "50",
         ],
         "full batches are needed but the epoch has 10",
+    );
+}
+
+fn tiny_run(out: &Path, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "train",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--lr",
+        "0.05",
+        "--epochs",
+        "1",
+        "--train-limit",
+        "2000",
+        "--test-limit",
+        "300",
+        "--log-interval",
+        "10",
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let output = webtrain(&args);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    output
+}
+
+fn metrics(out: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
+}
+
+#[test]
+fn weights_are_saved_evaluated_and_trained_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = (dir.path().join("first"), dir.path().join("second"));
+    tiny_run(&first, &[]);
+    let weights = first.join("model.safetensors");
+    let correct = metrics(&first)["epochs"][0]["correct"].as_u64().unwrap();
+
+    // eval on the same 300 test images gives the run's own figure.
+    let output = webtrain(&[
+        "eval",
+        "--weights",
+        weights.to_str().unwrap(),
+        "--model",
+        "lenet-small",
+        "--backend",
+        "cpu",
+        "--test-limit",
+        "300",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains(&format!("Accuracy: {correct}/300 (")),
+        "{correct}: {stdout}"
+    );
+
+    // --init starts from them: the first loss is a trained model's, and training moves on.
+    tiny_run(&second, &["--init", weights.to_str().unwrap()]);
+    let first_loss = |out: &Path| metrics(out)["losses"][0]["loss"].as_f64().unwrap();
+    assert!(first_loss(&first) > 2.0, "{}", first_loss(&first));
+    assert!(first_loss(&second) < 1.0, "{}", first_loss(&second));
+    assert_ne!(
+        std::fs::read(&weights).unwrap(),
+        std::fs::read(second.join("model.safetensors")).unwrap()
+    );
+
+    // The wrong model, an empty file and random bytes: one line each, exit 2.
+    let path = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+    std::fs::write(path("empty.safetensors"), b"").unwrap();
+    std::fs::write(path("random.safetensors"), [0x5a; 4096]).unwrap();
+    let weights = weights.to_str().unwrap();
+    assert_rejected(
+        &[
+            "eval",
+            "--weights",
+            weights,
+            "--model",
+            "lenet",
+            "--backend",
+            "cpu",
+        ],
+        "these weights do not fit lenet",
+    );
+    for bad in ["empty.safetensors", "random.safetensors"] {
+        assert_rejected(
+            &["eval", "--weights", &path(bad), "--backend", "cpu"],
+            "these weights do not fit lenet",
+        );
+    }
+    assert_rejected(
+        &[
+            "train",
+            "--init",
+            &path("missing.safetensors"),
+            "--backend",
+            "cpu",
+        ],
+        "cannot read",
     );
 }

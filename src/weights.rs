@@ -1,0 +1,126 @@
+//! Weights as `.safetensors` with the PyTorch reference model's parameter names and layouts
+//! (`conv1.weight` [20, 1, 5, 5], …, `fc1.weight` [500, 800]: PyTorch keeps a Linear weight as
+//! [out, in]), so `LeNet().load_state_dict(safetensors.torch.load_file(f))` takes our files and
+//! we take its.
+
+use burn::prelude::*;
+use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
+use thiserror::Error;
+
+use crate::config::ModelKind;
+use crate::model::{Net, NetConfig};
+
+/// A lenet's weights take 1.7 MB; a file this large is not a LeNet's, and is not read.
+pub const MAX_WEIGHTS_BYTES: usize = 16 << 20;
+
+#[derive(Debug, Error)]
+pub enum WeightsError {
+    #[error("the weights file holds {0} bytes, more than any LeNet's weights")]
+    TooLarge(usize),
+    #[error("cannot serialise the weights: {0}")]
+    Save(String),
+    #[error("these weights do not fit {model}: {reason}")]
+    Load { model: ModelKind, reason: String },
+}
+
+/// burn's store errors span several lines; the CLI and the page show one.
+fn one_line(message: impl ToString) -> String {
+    let message = message.to_string();
+    let lines: Vec<&str> = message
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty())
+        .collect();
+    lines.join("; ")
+}
+
+/// The model's weights as a `.safetensors` file, under PyTorch's names and layouts.
+pub fn to_safetensors(model: &Net) -> Result<Vec<u8>, WeightsError> {
+    let mut store = SafetensorsStore::from_bytes(None).with_to_adapter(BurnToPyTorchAdapter);
+    model
+        .save_into(&mut store)
+        .map_err(|e| WeightsError::Save(one_line(e)))?;
+    store
+        .get_bytes()
+        .map_err(|e| WeightsError::Save(one_line(e)))
+}
+
+/// A `model` on `device` with the weights of a `.safetensors` file: every parameter present
+/// with its shape, and nothing else, as PyTorch's strict `load_state_dict` wants it.
+pub fn from_safetensors(
+    bytes: Vec<u8>,
+    model: ModelKind,
+    device: &Device,
+) -> Result<Net, WeightsError> {
+    if bytes.len() > MAX_WEIGHTS_BYTES {
+        return Err(WeightsError::TooLarge(bytes.len()));
+    }
+    let mismatch = |reason: String| WeightsError::Load { model, reason };
+    let mut net = NetConfig::from(model).init(device, 0);
+    let mut store =
+        SafetensorsStore::from_bytes(Some(bytes)).with_from_adapter(PyTorchToBurnAdapter);
+    let result = net
+        .load_from(&mut store)
+        .map_err(|e| mismatch(one_line(e)))?;
+    if !result.unused.is_empty() {
+        return Err(mismatch(format!(
+            "unexpected tensors {}",
+            result.unused.join(", ")
+        )));
+    }
+    Ok(net)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every tensor's name, shape and bytes, in name order: the file's own order and metadata
+    /// may differ from one save to the next.
+    fn tensors(bytes: &[u8]) -> Vec<(String, Vec<usize>, Vec<u8>)> {
+        let file = safetensors::SafeTensors::deserialize(bytes).unwrap();
+        let mut tensors: Vec<_> = file
+            .tensors()
+            .into_iter()
+            .map(|(name, view)| (name, view.shape().to_vec(), view.data().to_vec()))
+            .collect();
+        tensors.sort();
+        tensors
+    }
+
+    #[test]
+    fn round_trip_is_exact() {
+        let device = Device::flex();
+        for kind in [ModelKind::Lenet, ModelKind::LenetSmall] {
+            let net = NetConfig::from(kind).init(&device, 7);
+            let bytes = to_safetensors(&net).unwrap();
+            let back = from_safetensors(bytes.clone(), kind, &device).unwrap();
+            assert_eq!(
+                tensors(&to_safetensors(&back).unwrap()),
+                tensors(&bytes),
+                "{kind}"
+            );
+        }
+    }
+
+    #[test]
+    fn wrong_model_empty_and_random_bytes_are_errors() {
+        let device = Device::flex();
+        let small = to_safetensors(&NetConfig::from(ModelKind::LenetSmall).init(&device, 1));
+        let error = from_safetensors(small.unwrap(), ModelKind::Lenet, &device).unwrap_err();
+        assert!(
+            error
+                .to_string()
+                .starts_with("these weights do not fit lenet: "),
+            "{error}"
+        );
+        for bytes in [
+            Vec::new(),
+            b"\x10\x00\x00\x00\x00\x00\x00\x00{not json}".to_vec(),
+        ] {
+            let error = from_safetensors(bytes, ModelKind::Lenet, &device).unwrap_err();
+            assert!(matches!(error, WeightsError::Load { .. }), "{error}");
+            assert_eq!(error.to_string().lines().count(), 1, "{error}");
+        }
+    }
+}
