@@ -34,9 +34,10 @@ bench: data
 	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
 	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py
 
-# A full CLI run, then its model.safetensors loaded strictly into the PyTorch reference model,
-# which must get the run's test accuracy.
+# A full CLI run; its model.safetensors loaded strictly into the PyTorch reference model, which
+# must get the run's test accuracy; and the file PyTorch writes back, evaluated by the CLI.
 check-pytorch: data
 	scripts/setup.sh bench
 	cargo run --release -- train --out $(CARGO_TARGET_DIR)/check-pytorch
 	$(TORCH_VENV)/bin/python scripts/check-pytorch-weights.py $(CARGO_TARGET_DIR)/check-pytorch
+	cargo run --release -- eval --weights $(CARGO_TARGET_DIR)/check-pytorch/pytorch.safetensors

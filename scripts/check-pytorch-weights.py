@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Loads a run's model.safetensors into the PyTorch reference model, strictly, and checks that
-PyTorch gets the test accuracy the run reported (metrics.json's last epoch).
+PyTorch gets the test accuracy the run reported (metrics.json's last epoch). Then saves the
+model as PyTorch writes it, to RUN/pytorch.safetensors, for `webtrain eval` to read back.
 
   $TORCH_VENV/bin/python scripts/check-pytorch-weights.py runs/<run> [--data data/mnist]
 
@@ -10,7 +11,7 @@ import argparse, json, sys
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
+from safetensors.torch import load_file, save_file
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 from pytorch_lenet import MODELS, load  # noqa: E402
@@ -31,6 +32,7 @@ def main():
     with torch.no_grad():
         correct = (model(x).argmax(1) == y).sum().item()
     print(f"PyTorch: {correct}/{len(y)} correct; webtrain reported {reported['correct']}/{reported['total']}")
+    save_file(model.state_dict(), a.run / "pytorch.safetensors")
     # Float sums in another order may flip a borderline image or two, no more.
     sys.exit(0 if abs(correct - reported["correct"]) <= 2 else 1)
 
