@@ -35,7 +35,7 @@ pub enum TrainError {
     Readback(String),
 }
 
-/// One training step done; `loss` is read back only every `log_interval` steps.
+/// One training step done; `loss` is reported only every `log_interval` steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct StepReport {
     pub epoch: usize,
@@ -227,14 +227,17 @@ pub async fn train_from(
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             model = optim.step(config.lr, model, grads);
             step += 1;
-            // Reading the loss waits for the device: only every log interval, so the queue stays full.
-            let loss = match batch % config.log_interval {
-                0 => Some(read_scalar::<f32, _>(loss).await?),
-                _ => None,
+            // Reading the loss waits for the device: only every log interval, so the queue stays
+            // full, and at the end of an epoch, so that the epoch's training time holds all its
+            // work rather than leaving some to the evaluation.
+            let logged = batch % config.log_interval == 0;
+            let read = match logged || batch + 1 == batches_per_epoch {
+                true => Some(read_scalar::<f32, _>(loss).await?),
+                false => None,
             };
             trained_samples += indices.len();
             let so_far = training_time + started.elapsed();
-            if let Some(loss) = loss.filter(|l| !l.is_finite()) {
+            if let Some(loss) = read.filter(|l| !l.is_finite()) {
                 on_event(TrainEvent::Diverged(Divergence {
                     epoch,
                     step,
@@ -254,7 +257,7 @@ pub async fn train_from(
                 batch_size: config.batch_size,
                 seen: batch * config.batch_size + indices.len(),
                 epoch_len,
-                loss,
+                loss: read.filter(|_| logged),
                 samples_per_sec: rate(trained_samples, so_far),
                 training_secs: so_far.as_secs_f64(),
             }));

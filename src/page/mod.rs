@@ -10,6 +10,7 @@ use plotters::prelude::{IntoDrawingArea, WHITE};
 use plotters_canvas::CanvasBackend;
 use thiserror::Error;
 use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
 use web_sys::{HtmlButtonElement, HtmlElement, HtmlProgressElement, UrlSearchParams};
 
 use crate::chart;
@@ -210,19 +211,50 @@ fn wire_form() {
     }
 }
 
-/// Writes the run's settings into the URL without reloading.
-fn write_query(config: &TrainConfig, choice: BackendChoice) {
-    let Ok(params) = UrlSearchParams::new() else {
-        return;
-    };
+/// The page's address with every setting in its query: a link that restores the form.
+fn settings_link(config: &TrainConfig, choice: BackendChoice) -> Option<String> {
+    let params = UrlSearchParams::new().ok()?;
     for (name, value) in config.pairs() {
         params.append(name, &value);
     }
     params.append("backend", &choice.to_string());
-    if let Some(history) = web_sys::window().and_then(|w| w.history().ok()) {
-        let url = format!("?{}", String::from(params.to_string()));
-        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&url));
+    let location = web_sys::window()?.location();
+    Some(format!(
+        "{}{}?{}",
+        location.origin().ok()?,
+        location.pathname().ok()?,
+        String::from(params.to_string())
+    ))
+}
+
+/// Writes the run's settings into the URL without reloading.
+fn write_query(config: &TrainConfig, choice: BackendChoice) {
+    let history = web_sys::window().and_then(|w| w.history().ok());
+    if let (Some(history), Some(link)) = (history, settings_link(config, choice)) {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&link));
     }
+}
+
+/// Shows the link to the form's settings and copies it to the clipboard.
+async fn copy_link() -> Result<(), PageError> {
+    let (config, choice) = (validate_form()?, backend_choice()?);
+    let link = settings_link(&config, choice).unwrap_or_default();
+    write_query(&config, choice);
+    dom::set_value("share-link", &link);
+    by_id::<HtmlElement>("share-link").set_hidden(false);
+    let clipboard = web_sys::window().map(|w| w.navigator().clipboard());
+    let copied = match clipboard {
+        Some(clipboard) => JsFuture::from(clipboard.write_text(&link)).await.is_ok(),
+        None => false,
+    };
+    set_text(
+        "link-status",
+        match copied {
+            true => "Link copied",
+            false => "Copy the link above",
+        },
+    );
+    Ok(())
 }
 
 /// The device for `choice`, selected once per choice.
@@ -296,6 +328,13 @@ fn wire_controls(session: &Shared) {
         if let Some(control) = &s.borrow().control {
             control.stop();
         }
+    });
+    dom::on("copy-link", "click", |_| {
+        wasm_bindgen_futures::spawn_local(async {
+            if let Err(error) = copy_link().await {
+                show_error(&error.to_string());
+            }
+        });
     });
     let s = session.clone();
     dom::on("use-files", "click", move |_| {

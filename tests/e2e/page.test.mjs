@@ -125,3 +125,56 @@ test('a bad file of my own is named with its problem', async () => {
   assert.match(await page.textContent('#data-status'), /60000 training and 10000 test images/);
   await page.close();
 });
+
+test('copy link carries every setting and the link restores the form exactly', async () => {
+  const context = await browser.newContext();
+  await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
+  const page = await context.newPage();
+  await page.goto(`${base}/`);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  const settings = {
+    model: 'lenet-small', optimizer: 'adam', lr: '0.003', momentum: '0.5', 'batch-size': '32',
+    epochs: '3', seed: '7', 'log-interval': '25', 'train-limit': '1234', 'test-limit': '321',
+    'backend-choice': 'cpu',
+  };
+  for (const [id, value] of Object.entries(settings)) {
+    const tag = await page.$eval(`#${id}`, (e) => e.tagName);
+    if (tag === 'SELECT') await page.selectOption(`#${id}`, value);
+    else await page.fill(`#${id}`, value);
+  }
+  await page.click('#copy-link');
+  await page.waitForFunction(() => document.querySelector('#link-status').textContent === 'Link copied');
+  const link = await page.evaluate(() => navigator.clipboard.readText());
+  assert.equal(await page.inputValue('#share-link'), link);
+  assert.ok(link.startsWith(`${base}/?`), link);
+
+  const opened = await context.newPage();
+  await opened.goto(link);
+  await opened.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  for (const [id, value] of Object.entries(settings)) {
+    assert.equal(await opened.inputValue(`#${id}`), value, id);
+  }
+  assert.equal(await opened.textContent('#error'), '');
+  await context.close();
+});
+
+test('the page loads nothing from other origins: its CSP refuses them', async () => {
+  const requests = [];
+  const refusals = [];
+  const page = await browser.newPage();
+  page.on('request', (request) => requests.push(request.url()));
+  page.on('console', (m) => m.text().includes('Content Security Policy') && refusals.push(m.text()));
+  await page.goto(`${base}/`);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  const policy = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
+  assert.match(policy, /default-src 'self'/);
+  assert.match(policy, /script-src 'self' 'wasm-unsafe-eval' 'sha256-[A-Za-z0-9+/]+=*'/);
+  assert.doesNotMatch(policy, /unsafe-inline|SCRIPT_HASHES/);
+  assert.deepEqual(requests.filter((url) => !url.startsWith(`${base}/`) && !url.startsWith('data:')), []);
+  // The hashed loader ran (the page is ready); a request elsewhere is refused by the policy.
+  const outcome = await page.evaluate(() => fetch('http://127.0.0.2:9/x').then(() => 'fetched', (e) => e.name));
+  assert.equal(outcome, 'TypeError');
+  await page.waitForTimeout(200);
+  assert.ok(refusals.some((text) => text.includes('connect-src')), refusals.join('\n'));
+  await page.close();
+});
