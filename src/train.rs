@@ -133,7 +133,8 @@ impl TrainControl {
     }
 }
 
-/// The model after a run, whichever way the run ended.
+/// The model after a run, whichever way the run ended; after a divergence, the last weights
+/// whose loss was finite, so they can still be saved.
 pub struct Trained {
     pub model: Net,
     pub outcome: Outcome,
@@ -197,6 +198,8 @@ pub async fn train_from(
     }
     let autodiff = device.clone().autodiff();
     let mut model = model.fork(&autodiff).map(&mut TrackGradients);
+    // What a diverged run returns: the last weights whose loss was read and finite.
+    let mut last_finite = model.clone();
     let mut optim = optimizer(config);
     let loss_fn = CrossEntropyLossConfig::new().init(&autodiff);
     let batcher = MnistBatcher::new(autodiff.clone());
@@ -223,15 +226,18 @@ pub async fn train_from(
             }
             let started = Instant::now();
             let MnistBatch { images, targets } = batcher.batch(&data.train, indices);
-            let loss = loss_fn.forward(model.forward(images), targets);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optim.step(config.lr, model, grads);
-            step += 1;
             // Reading the loss waits for the device: only every log interval, so the queue stays
             // full, and at the end of an epoch, so that the epoch's training time holds all its
             // work rather than leaving some to the evaluation.
             let logged = batch % config.log_interval == 0;
-            let read = match logged || batch + 1 == batches_per_epoch {
+            let checked = logged || batch + 1 == batches_per_epoch;
+            // The weights this loss is computed with: kept if it is finite.
+            let weights = checked.then(|| model.clone());
+            let loss = loss_fn.forward(model.forward(images), targets);
+            let grads = GradientsParams::from_grads(loss.backward(), &model);
+            model = optim.step(config.lr, model, grads);
+            step += 1;
+            let read = match checked {
                 true => Some(read_scalar::<f32, _>(loss).await?),
                 false => None,
             };
@@ -245,9 +251,12 @@ pub async fn train_from(
                     loss,
                 }));
                 return Ok(Trained {
-                    model,
+                    model: last_finite,
                     outcome: Outcome::Diverged,
                 });
+            }
+            if let Some(weights) = weights {
+                last_finite = weights;
             }
             on_event(TrainEvent::Step(StepReport {
                 epoch,

@@ -132,6 +132,14 @@ fn a_diverging_run_stops_and_says_where() {
     ))
     .unwrap();
     assert_eq!(trained.outcome, Outcome::Diverged);
+    // The weights handed back are the last ones with a finite loss, still worth saving.
+    let logits = trained
+        .model
+        .forward(Tensor::zeros([2, 1, 28, 28], &Device::flex().autodiff()))
+        .into_data()
+        .try_to_vec::<f32>()
+        .unwrap();
+    assert!(logits.iter().all(|l| l.is_finite()), "{logits:?}");
     let Some(TrainEvent::Diverged(divergence)) = events.last() else {
         panic!("{events:?}")
     };
