@@ -41,16 +41,29 @@ enum Command {
     Eval(EvalArgs),
 }
 
-/// What a run trains on, with what, and how: shared by `train` and `bench`.
+/// The data, the model and the backend: shared by `train`, `bench` and `eval`.
 #[derive(clap::Args)]
-#[command(allow_negative_numbers = true)]
-struct RunArgs {
+struct SetupArgs {
     /// Directory with the four MNIST IDX files (raw or .gz).
     #[arg(long, default_value = "data/mnist")]
     data: PathBuf,
     /// lenet or lenet-small.
     #[arg(long, default_value = "lenet")]
     model: ModelKind,
+    /// auto (a hardware GPU if there is one, else the CPU), gpu or cpu.
+    #[arg(long, default_value = "auto")]
+    backend: BackendChoice,
+    /// Test on the first N test images only.
+    #[arg(long)]
+    test_limit: Option<usize>,
+}
+
+/// What a run trains on, with what, and how: shared by `train` and `bench`.
+#[derive(clap::Args)]
+#[command(allow_negative_numbers = true)]
+struct RunArgs {
+    #[command(flatten)]
+    setup: SetupArgs,
     /// sgd (with momentum) or adam.
     #[arg(long, default_value = "sgd")]
     optimizer: OptimizerKind,
@@ -67,15 +80,9 @@ struct RunArgs {
     /// Print the training loss every this many batches.
     #[arg(long, default_value_t = 100)]
     log_interval: usize,
-    /// auto (a hardware GPU if there is one, else the CPU), gpu or cpu.
-    #[arg(long, default_value = "auto")]
-    backend: BackendChoice,
     /// Train on the first N training images only.
     #[arg(long)]
     train_limit: Option<usize>,
-    /// Test on the first N test images only.
-    #[arg(long)]
-    test_limit: Option<usize>,
 }
 
 #[derive(clap::Args)]
@@ -95,18 +102,8 @@ struct EvalArgs {
     /// A .safetensors file with PyTorch's parameter names, ours or PyTorch's.
     #[arg(long)]
     weights: PathBuf,
-    /// lenet or lenet-small.
-    #[arg(long, default_value = "lenet")]
-    model: ModelKind,
-    /// Directory with the four MNIST IDX files (raw or .gz).
-    #[arg(long, default_value = "data/mnist")]
-    data: PathBuf,
-    /// auto, gpu or cpu.
-    #[arg(long, default_value = "auto")]
-    backend: BackendChoice,
-    /// Test on the first N test images only.
-    #[arg(long)]
-    test_limit: Option<usize>,
+    #[command(flatten)]
+    setup: SetupArgs,
 }
 
 #[derive(clap::Args)]
@@ -160,7 +157,7 @@ enum CliError {
 impl RunArgs {
     fn config(&self) -> TrainConfig {
         TrainConfig {
-            model: self.model,
+            model: self.setup.model,
             optimizer: self.optimizer,
             lr: self.lr,
             momentum: self.momentum,
@@ -169,7 +166,7 @@ impl RunArgs {
             seed: self.seed,
             log_interval: self.log_interval,
             train_limit: self.train_limit,
-            test_limit: self.test_limit,
+            test_limit: self.setup.test_limit,
         }
     }
 }
@@ -185,9 +182,15 @@ fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), CliError> {
 fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError> {
     let config = args.config();
     config.validate()?;
-    let data = Mnist::load_dir(&args.data)?;
-    let device = pollster::block_on(select_device(args.backend))?;
+    let (data, device) = load(&args.setup)?;
     Ok((config, data, device))
+}
+
+/// MNIST and the chosen device.
+fn load(setup: &SetupArgs) -> Result<(Mnist, TrainDevice), CliError> {
+    let data = Mnist::load_dir(&setup.data)?;
+    let device = pollster::block_on(select_device(setup.backend))?;
+    Ok((data, device))
 }
 
 /// Weights from `path`, read no further than a LeNet's weights can reach.
@@ -209,10 +212,9 @@ fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, C
 }
 
 fn run_eval(args: EvalArgs) -> Result<(), CliError> {
-    let data = Mnist::load_dir(&args.data)?;
-    let device = pollster::block_on(select_device(args.backend))?;
-    let model = load_weights(&args.weights, args.model, &device.device)?;
-    let len = data.test.len_within(args.test_limit);
+    let (data, device) = load(&args.setup)?;
+    let model = load_weights(&args.weights, args.setup.model, &device.device)?;
+    let len = data.test.len_within(args.setup.test_limit);
     let batcher = MnistBatcher::new(device.device.clone());
     let report = pollster::block_on(evaluate(&model, &data.test, len, &batcher, 0))?;
     println!("Backend: {} ({})", device.adapter, device.reason);
