@@ -11,13 +11,14 @@ use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use thiserror::Error;
 use webtrain::bench::{self, BenchError};
+use webtrain::checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
 use webtrain::data::MnistBatcher;
 use webtrain::data::{DataError, Mnist};
 use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
 use webtrain::metrics::RunMetrics;
 use webtrain::model::{Net, NetConfig};
-use webtrain::train::{TrainControl, TrainError, TrainEvent, evaluate, train_from};
+use webtrain::train::{TrainControl, TrainError, TrainEvent, evaluate, resume, train_from};
 use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors, to_safetensors};
 
 #[derive(Parser)]
@@ -33,7 +34,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Train a model on MNIST; write metrics.json, loss.svg, model.bpk and model.safetensors.
+    /// Train a model on MNIST; write metrics.json, loss.svg, model.bpk, model.safetensors and
+    /// checkpoint.safetensors (updated at every log line and epoch).
     Train(TrainArgs),
     /// Measure training throughput (and optionally the time to a test accuracy); print JSON.
     Bench(BenchArgs),
@@ -73,8 +75,9 @@ struct RunArgs {
     momentum: f64,
     #[arg(long, default_value_t = 64)]
     batch_size: usize,
-    #[arg(long, default_value_t = 2)]
-    epochs: usize,
+    /// [default: 2, or the checkpoint's with --resume]
+    #[arg(long)]
+    epochs: Option<usize>,
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Print the training loss every this many batches.
@@ -95,6 +98,13 @@ struct TrainArgs {
     /// Start from these weights (.safetensors with PyTorch's names) instead of a fresh model.
     #[arg(long)]
     init: Option<PathBuf>,
+    /// Go on with the run a checkpoint.safetensors was taken from, with its settings; --epochs
+    /// may extend it.
+    #[arg(long, conflicts_with_all = [
+        "init", "model", "optimizer", "lr", "momentum", "batch_size", "seed", "log_interval",
+        "train_limit", "test_limit",
+    ])]
+    resume: Option<PathBuf>,
 }
 
 #[derive(clap::Args)]
@@ -138,6 +148,11 @@ enum CliError {
     Bench(#[from] BenchError),
     #[error("{}: {source}", .path.display())]
     Weights { path: PathBuf, source: WeightsError },
+    #[error("{}: {source}", .path.display())]
+    Checkpoint {
+        path: PathBuf,
+        source: CheckpointError,
+    },
     #[error("cannot read {}: {source}", .path.display())]
     Read {
         path: PathBuf,
@@ -162,7 +177,7 @@ impl RunArgs {
             lr: self.lr,
             momentum: self.momentum,
             batch_size: self.batch_size,
-            epochs: self.epochs,
+            epochs: self.epochs.unwrap_or(2),
             seed: self.seed,
             log_interval: self.log_interval,
             train_limit: self.train_limit,
@@ -193,8 +208,9 @@ fn load(setup: &SetupArgs) -> Result<(Mnist, TrainDevice), CliError> {
     Ok((data, device))
 }
 
-/// Weights from `path`, read no further than a LeNet's weights can reach.
-fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, CliError> {
+/// The bytes of `path`, read no further than `limit` and one byte more: enough to say the file
+/// is too large without reading all of it.
+fn read_limited(path: &Path, limit: usize) -> Result<Vec<u8>, CliError> {
     let read = |source| CliError::Read {
         path: path.into(),
         source,
@@ -202,10 +218,34 @@ fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, C
     let mut bytes = Vec::new();
     File::open(path)
         .map_err(read)?
-        .take(MAX_WEIGHTS_BYTES as u64 + 1)
+        .take(limit as u64 + 1)
         .read_to_end(&mut bytes)
         .map_err(read)?;
+    Ok(bytes)
+}
+
+/// Weights from `path`, read no further than a LeNet's weights can reach.
+fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, CliError> {
+    let bytes = read_limited(path, MAX_WEIGHTS_BYTES)?;
     from_safetensors(bytes, model, device).map_err(|source| CliError::Weights {
+        path: path.into(),
+        source,
+    })
+}
+
+fn load_checkpoint(path: &Path) -> Result<Checkpoint, CliError> {
+    let bytes = read_limited(path, MAX_CHECKPOINT_BYTES)?;
+    Checkpoint::from_bytes(&bytes).map_err(|source| CliError::Checkpoint {
+        path: path.into(),
+        source,
+    })
+}
+
+/// Replaces `path` whole: a run killed while writing leaves the previous checkpoint intact.
+fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), CliError> {
+    let partial = path.with_extension("partial");
+    write(&partial, contents)?;
+    std::fs::rename(&partial, path).map_err(|source| CliError::Write {
         path: path.into(),
         source,
     })
@@ -254,8 +294,31 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
 }
 
 fn run_training(args: TrainArgs) -> Result<(), CliError> {
-    let (config, data, device) = prepare(&args.run)?;
+    let checkpoint = match &args.resume {
+        Some(path) => {
+            let mut checkpoint = load_checkpoint(path)?;
+            checkpoint.config.epochs = args.run.epochs.unwrap_or(checkpoint.config.epochs);
+            Some(checkpoint)
+        }
+        None => None,
+    };
+    let config = match &checkpoint {
+        Some(checkpoint) => checkpoint.config.clone(),
+        None => args.run.config(),
+    };
+    config.validate()?;
+    let (data, device) = load(&args.run.setup)?;
     println!("Backend: {} ({})", device.adapter, device.reason);
+    if let (Some(path), Some(checkpoint)) = (&args.resume, &checkpoint) {
+        let position = checkpoint.position;
+        println!(
+            "Resuming {}: epoch {}, batch {} (step {})",
+            path.display(),
+            position.epoch,
+            position.batch,
+            position.step
+        );
+    }
     let out = args.out.unwrap_or_else(|| {
         PathBuf::from("runs").join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
     });
@@ -273,10 +336,8 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let print = |line: String| bar.suspend(|| println!("{line}"));
     let mut metrics = RunMetrics::new(config.clone(), device.to_string());
     let control = TrainControl::default();
-    let model = match &args.init {
-        Some(path) => load_weights(path, config.model, &device.device)?,
-        None => NetConfig::from(config.model).init(&device.device, config.seed),
-    };
+    let checkpoint_path = out.join("checkpoint.safetensors");
+    let mut checkpoint_error = None;
     let on_event = |event: TrainEvent| {
         match &event {
             TrainEvent::Step(step) => {
@@ -288,6 +349,17 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
                 }
             }
             TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
+            TrainEvent::Checkpoint(checkpoint) => {
+                if let Err(error) = write_atomically(&checkpoint_path, &checkpoint.to_bytes()) {
+                    checkpoint_error.get_or_insert(error);
+                }
+            }
+            TrainEvent::DeviceLost {
+                reason,
+                resumed_at_step,
+            } => print(format!(
+                "The GPU was lost ({reason}); going on on the CPU from step {resumed_at_step}"
+            )),
             TrainEvent::Diverged(divergence) => print(format!("Training {divergence}")),
             TrainEvent::Done {
                 samples_per_sec, ..
@@ -295,14 +367,24 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
         }
         metrics.record(&event);
     };
-    let trained = pollster::block_on(train_from(
-        model,
-        &config,
-        &data,
-        &device.device,
-        &control,
-        on_event,
-    ))?;
+    let trained = pollster::block_on(async {
+        match &checkpoint {
+            Some(checkpoint) => {
+                resume(checkpoint, &data, &device.device, &control, on_event).await
+            }
+            None => {
+                let model = match &args.init {
+                    Some(path) => load_weights(path, config.model, &device.device)?,
+                    None => NetConfig::from(config.model).init(&device.device, config.seed),
+                };
+                train_from(model, &config, &data, &device.device, &control, on_event).await
+            }
+        }
+        .map_err(CliError::from)
+    })?;
+    if let Some(error) = checkpoint_error {
+        return Err(error);
+    }
 
     write(&out.join("metrics.json"), metrics.to_json())?;
     write(

@@ -24,18 +24,31 @@ pub enum OptimizerKind {
     Adam,
 }
 
+/// Far past any learning rate that trains; still finite, so a divergence is reported as one.
+pub const MAX_LR: f64 = 1e6;
+/// A batch's activations grow with it: lenet needs ~40 KB a sample on the device.
+pub const MAX_BATCH_SIZE: usize = 8192;
+/// Weeks of training; a larger count is a typo.
+pub const MAX_EPOCHS: usize = 10_000;
+
 #[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
     #[error("unknown model '{0}' (expected 'lenet' or 'lenet-small')")]
     UnknownModel(String),
     #[error("unknown optimizer '{0}' (expected 'sgd' or 'adam')")]
     UnknownOptimizer(String),
-    #[error("learning rate must be a positive finite number, got {0}")]
+    #[error("learning rate must be a positive number up to {MAX_LR}, got {0}")]
     LearningRate(f64),
     #[error("momentum must be at least 0 and below 1, got {0}")]
     Momentum(f64),
     #[error("{0} must be at least 1")]
     Zero(&'static str),
+    #[error("{name} must be at most {max}, got {value}")]
+    TooLarge {
+        name: &'static str,
+        max: usize,
+        value: usize,
+    },
     #[error("{name} must be {expected}, got '{value}'")]
     NotANumber {
         name: &'static str,
@@ -122,7 +135,7 @@ impl Default for TrainConfig {
 
 impl TrainConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.lr.is_finite() && self.lr > 0.0) {
+        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr <= MAX_LR) {
             return Err(ConfigError::LearningRate(self.lr));
         }
         if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
@@ -135,8 +148,15 @@ impl TrainConfig {
             ("train limit", self.train_limit),
             ("test limit", self.test_limit),
         ];
-        match counts.into_iter().find(|(_, value)| *value == Some(0)) {
-            Some((name, _)) => Err(ConfigError::Zero(name)),
+        if let Some((name, _)) = counts.into_iter().find(|(_, value)| *value == Some(0)) {
+            return Err(ConfigError::Zero(name));
+        }
+        let maxima = [
+            ("batch size", self.batch_size, MAX_BATCH_SIZE),
+            ("epochs", self.epochs, MAX_EPOCHS),
+        ];
+        match maxima.into_iter().find(|(_, value, max)| value > max) {
+            Some((name, value, max)) => Err(ConfigError::TooLarge { name, max, value }),
             None => Ok(()),
         }
     }

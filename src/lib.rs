@@ -3,11 +3,13 @@
 
 pub mod bench;
 pub mod chart;
+pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod device;
 pub mod metrics;
 pub mod model;
+pub mod optimizer;
 #[cfg(target_arch = "wasm32")]
 pub mod page;
 pub mod platform;

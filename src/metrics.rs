@@ -26,6 +26,8 @@ pub struct RunMetrics {
     pub samples_per_sec: f64,
     pub outcome: Option<Outcome>,
     pub divergence: Option<Divergence>,
+    /// Why the GPU was lost, when the run went on on the CPU backend.
+    pub device_lost: Option<String>,
 }
 
 impl RunMetrics {
@@ -39,6 +41,7 @@ impl RunMetrics {
             samples_per_sec: 0.0,
             outcome: None,
             divergence: None,
+            device_lost: None,
         }
     }
 
@@ -56,6 +59,15 @@ impl RunMetrics {
                 }
             }
             TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
+            TrainEvent::Checkpoint(_) => {}
+            // The steps after the checkpoint are taken again, on the CPU.
+            TrainEvent::DeviceLost {
+                reason,
+                resumed_at_step,
+            } => {
+                self.losses.retain(|point| point.step <= *resumed_at_step);
+                self.device_lost = Some(reason.clone());
+            }
             TrainEvent::Diverged(divergence) => {
                 self.divergence = Some(divergence.clone());
                 self.outcome = Some(Outcome::Diverged);

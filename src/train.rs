@@ -6,18 +6,19 @@ use std::sync::atomic::{AtomicU8, Ordering};
 
 use burn::module::{ModuleMapper, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::momentum::MomentumConfig;
-use burn::optim::{AdamConfig, GradientsParams, ModuleOptimizer, SgdConfig};
+use burn::optim::GradientsParams;
 use burn::prelude::*;
-use burn::tensor::Element;
 use burn::tensor::kind::Basic;
+use burn::tensor::{Element, ExecutionError};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use web_time::{Duration, Instant};
 
-use crate::config::{ConfigError, OptimizerKind, TrainConfig};
+use crate::checkpoint::{Checkpoint, CheckpointError, Position};
+use crate::config::{ConfigError, TrainConfig};
 use crate::data::{Mnist, MnistBatch, MnistBatcher, MnistSplit, epoch_order};
 use crate::model::{Net, NetConfig};
+use crate::optimizer::Optimizer;
 use crate::platform;
 
 /// Test batches are larger than training ones: no gradients are kept.
@@ -33,6 +34,19 @@ pub enum TrainError {
     EmptyData(&'static str),
     #[error("reading results back from the device failed: {0}")]
     Readback(String),
+    #[error("the GPU was lost: {0}")]
+    DeviceLost(String),
+    #[error(transparent)]
+    Checkpoint(#[from] CheckpointError),
+}
+
+impl From<ExecutionError> for TrainError {
+    fn from(error: ExecutionError) -> Self {
+        match error {
+            ExecutionError::DevicePoisoned { reason } => Self::DeviceLost(reason),
+            other => Self::Readback(other.to_string()),
+        }
+    }
 }
 
 /// One training step done; `loss` is reported only every `log_interval` steps.
@@ -81,10 +95,17 @@ pub enum Outcome {
     Diverged,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum TrainEvent {
     Step(StepReport),
     Epoch(EpochReport),
+    /// Taken whenever the loss is logged and after each epoch's evaluation.
+    Checkpoint(Arc<Checkpoint>),
+    /// The GPU was lost; the run goes on on the CPU backend from the last checkpoint.
+    DeviceLost {
+        reason: String,
+        resumed_at_step: usize,
+    },
     Diverged(Divergence),
     Done {
         outcome: Outcome,
@@ -140,21 +161,6 @@ pub struct Trained {
     pub outcome: Outcome,
 }
 
-fn optimizer(config: &TrainConfig) -> ModuleOptimizer {
-    match config.optimizer {
-        // PyTorch's SGD has no dampening; burn's momentum defaults to 0.1.
-        OptimizerKind::Sgd => SgdConfig::new()
-            .with_momentum((config.momentum > 0.0).then(|| {
-                MomentumConfig::new()
-                    .with_momentum(config.momentum)
-                    .with_dampening(0.0)
-            }))
-            .init(),
-        // PyTorch's Adam epsilon; burn's default is 1e-5.
-        OptimizerKind::Adam => AdamConfig::new().with_epsilon(1e-8).init(),
-    }
-}
-
 /// Makes every parameter an autodiff leaf that keeps its gradient: weights made or loaded off
 /// the autodiff device are neither, and moving them to it does not change that.
 struct TrackGradients;
@@ -163,6 +169,13 @@ impl ModuleMapper for TrackGradients {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         param.map(|tensor| tensor.autodiff().require_grad())
     }
+}
+
+/// Where a run starts from: its weights, its optimizer and the step it takes next.
+struct Start {
+    model: Net,
+    optimizer: Optimizer,
+    position: Position,
 }
 
 /// Trains a fresh model as `config` says on `device`, reporting every step, epoch and the end
@@ -174,7 +187,7 @@ pub async fn train(
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
-    let model = NetConfig::from(config.model).init(&device.clone().autodiff(), config.seed);
+    let model = NetConfig::from(config.model).init(device, config.seed);
     train_from(model, config, data, device, control, on_event).await
 }
 
@@ -185,39 +198,116 @@ pub async fn train_from(
     data: &Mnist,
     device: &Device,
     control: &TrainControl,
+    on_event: impl FnMut(TrainEvent),
+) -> Result<Trained, TrainError> {
+    let start = Start {
+        model,
+        optimizer: Optimizer::new(config),
+        position: Position::START,
+    };
+    run(start, config, data, device, control, on_event).await
+}
+
+/// Goes on with the run a checkpoint was taken from, on `device`, as if it had never stopped.
+pub async fn resume(
+    checkpoint: &Checkpoint,
+    data: &Mnist,
+    device: &Device,
+    control: &TrainControl,
+    on_event: impl FnMut(TrainEvent),
+) -> Result<Trained, TrainError> {
+    checkpoint.check_position(data.train.len_within(checkpoint.config.train_limit))?;
+    let (model, optimizer) = checkpoint.restore(device)?;
+    let start = Start {
+        model,
+        optimizer,
+        position: checkpoint.position,
+    };
+    run(start, &checkpoint.config, data, device, control, on_event).await
+}
+
+/// Trains from `start`; if the GPU is lost, goes on on the CPU backend from the last checkpoint.
+async fn run(
+    start: Start,
+    config: &TrainConfig,
+    data: &Mnist,
+    device: &Device,
+    control: &TrainControl,
     mut on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
     config.validate()?;
     let epoch_len = data.train.len_within(config.train_limit);
-    let test_len = data.test.len_within(config.test_limit);
     if epoch_len == 0 {
         return Err(TrainError::EmptyData("training"));
     }
-    if test_len == 0 {
+    if data.test.len_within(config.test_limit) == 0 {
         return Err(TrainError::EmptyData("test"));
     }
+    let order = epoch_order(epoch_len, config.seed, start.position.epoch);
+    // Where a lost GPU's run goes on from until the first checkpoint is taken.
+    let mut last = Checkpoint::capture(
+        config,
+        start.position,
+        &order,
+        &start.model,
+        &start.optimizer,
+    )
+    .await?;
+    let mut attempt = run_on(start, config, data, device, control, &mut on_event, &mut last).await;
+    let cpu = Device::flex();
+    while let Err(TrainError::DeviceLost(reason)) = &attempt
+        && *device != cpu
+    {
+        on_event(TrainEvent::DeviceLost {
+            reason: reason.clone(),
+            resumed_at_step: last.position.step,
+        });
+        let (model, optimizer) = last.restore(&cpu)?;
+        let start = Start {
+            model,
+            optimizer,
+            position: last.position,
+        };
+        attempt = run_on(start, config, data, &cpu, control, &mut on_event, &mut last).await;
+    }
+    attempt
+}
+
+/// The loop itself, on one device; `last` is kept up to date with the run's checkpoints.
+async fn run_on(
+    start: Start,
+    config: &TrainConfig,
+    data: &Mnist,
+    device: &Device,
+    control: &TrainControl,
+    on_event: &mut impl FnMut(TrainEvent),
+    last: &mut Checkpoint,
+) -> Result<Trained, TrainError> {
+    let epoch_len = data.train.len_within(config.train_limit);
+    let test_len = data.test.len_within(config.test_limit);
     let autodiff = device.clone().autodiff();
-    let mut model = model.fork(&autodiff).map(&mut TrackGradients);
+    let mut model = start.model.fork(&autodiff).map(&mut TrackGradients);
+    let mut optim = start.optimizer;
     // What a diverged run returns: the last weights whose loss was read and finite.
     let mut last_finite = model.clone();
-    let mut optim = optimizer(config);
     let loss_fn = CrossEntropyLossConfig::new().init(&autodiff);
     let batcher = MnistBatcher::new(autodiff.clone());
     let test_batcher = MnistBatcher::new(device.clone());
 
     let batches_per_epoch = epoch_len.div_ceil(config.batch_size);
-    let mut step = 0;
-    let mut trained_samples = 0usize;
-    let mut training_time = Duration::ZERO;
+    let mut position = start.position;
+    let mut training_time = Duration::from_secs_f64(position.training_secs);
     let rate = |samples: usize, time: Duration| samples as f64 / time.as_secs_f64().max(1e-9);
 
-    for epoch in 1..=config.epochs {
+    while position.epoch <= config.epochs {
+        let epoch = position.epoch;
         let order = epoch_order(epoch_len, config.seed, epoch);
-        for (batch, indices) in order.chunks(config.batch_size).enumerate() {
+        let first = position.batch;
+        for (batch, indices) in order.chunks(config.batch_size).enumerate().skip(first) {
             if !control.proceed().await {
                 on_event(TrainEvent::Done {
                     outcome: Outcome::Stopped,
-                    samples_per_sec: rate(trained_samples, training_time),
+                    samples_per_sec: rate(position.trained_samples, training_time),
                 });
                 return Ok(Trained {
                     model,
@@ -236,17 +326,18 @@ pub async fn train_from(
             let loss = loss_fn.forward(model.forward(images), targets);
             let grads = GradientsParams::from_grads(loss.backward(), &model);
             model = optim.step(config.lr, model, grads);
-            step += 1;
+            position.step += 1;
+            position.batch = batch + 1;
             let read = match checked {
                 true => Some(read_scalar::<f32, _>(loss).await?),
                 false => None,
             };
-            trained_samples += indices.len();
+            position.trained_samples += indices.len();
             let so_far = training_time + started.elapsed();
             if let Some(loss) = read.filter(|l| !l.is_finite()) {
                 on_event(TrainEvent::Diverged(Divergence {
                     epoch,
-                    step,
+                    step: position.step,
                     lr: config.lr,
                     loss,
                 }));
@@ -260,28 +351,40 @@ pub async fn train_from(
             }
             on_event(TrainEvent::Step(StepReport {
                 epoch,
-                step,
+                step: position.step,
                 batch,
                 batches_per_epoch,
                 batch_size: config.batch_size,
                 seen: batch * config.batch_size + indices.len(),
                 epoch_len,
                 loss: read.filter(|_| logged),
-                samples_per_sec: rate(trained_samples, so_far),
+                samples_per_sec: rate(position.trained_samples, so_far),
                 training_secs: so_far.as_secs_f64(),
             }));
             platform::yield_now().await;
             // Wall-clock, the yield included: the device works on while the loop waits, and what
-            // the browser does between steps delays the run too. Pauses and evaluation are out.
+            // the browser does between steps delays the run too. Pauses, evaluation and
+            // checkpoints are out.
             training_time += started.elapsed();
+            position.training_secs = training_time.as_secs_f64();
+            // The epoch's last batch is followed by its evaluation, and a checkpoint after it.
+            if logged && position.batch < batches_per_epoch {
+                *last = Checkpoint::capture(config, position, &order, &model, &optim).await?;
+                on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
+            }
         }
         on_event(TrainEvent::Epoch(
             evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?,
         ));
+        position.epoch += 1;
+        position.batch = 0;
+        let next_order = epoch_order(epoch_len, config.seed, position.epoch);
+        *last = Checkpoint::capture(config, position, &next_order, &model, &optim).await?;
+        on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
     }
     on_event(TrainEvent::Done {
         outcome: Outcome::Completed,
-        samples_per_sec: rate(trained_samples, training_time),
+        samples_per_sec: rate(position.trained_samples, training_time),
     });
     Ok(Trained {
         model,
@@ -294,7 +397,7 @@ async fn read_scalar<E: Element, K: Basic>(tensor: Tensor<1, K>) -> Result<E, Tr
     tensor
         .into_scalar_async::<E>()
         .await
-        .map_err(|e| TrainError::Readback(e.to_string()))
+        .map_err(TrainError::from)
 }
 
 /// Average cross-entropy and accuracy of `model` on the first `len` samples of `split`, read
@@ -383,46 +486,7 @@ impl fmt::Display for Divergence {
 
 #[cfg(test)]
 mod tests {
-    use burn::module::Param;
-    use burn::tensor::TensorData;
-
     use super::*;
-
-    #[derive(Module, Debug)]
-    struct Tiny {
-        weight: Param<Tensor<1>>,
-    }
-
-    /// Two steps, because dampening only shows once there is a velocity to dampen.
-    #[test]
-    fn sgd_momentum_follows_pytorch() {
-        let device = Device::flex().autodiff();
-        let config = TrainConfig {
-            lr: 0.1,
-            momentum: 0.9,
-            ..TrainConfig::default()
-        };
-        let mut optim = optimizer(&config);
-        let tensor = |values: [f32; 2]| {
-            Tensor::<1>::from_data(TensorData::new(values.to_vec(), [2]), &device)
-        };
-        let mut tiny = Tiny {
-            weight: Param::from_tensor(tensor([0.5, -1.0]).require_grad()),
-        };
-        // loss = w·x, so the gradient is x.
-        for x in [[1.0, 2.0], [3.0, -1.0]] {
-            let loss = (tiny.weight.val() * tensor(x)).sum();
-            let grads = GradientsParams::from_grads(loss.backward(), &tiny);
-            tiny = optim.step(config.lr, tiny, grads);
-        }
-        // PyTorch: v1 = g1, w1 = w0 - lr·v1 = [0.4, -1.2]; v2 = 0.9·v1 + g2 = [3.9, 0.8],
-        // w2 = w1 - lr·v2 = [0.01, -1.28]. burn's default dampening 0.1 would give [0.04, -1.29].
-        let weight = tiny.weight.val().into_data().try_to_vec::<f32>().unwrap();
-        assert!(
-            (weight[0] - 0.01).abs() < 1e-6 && (weight[1] + 1.28).abs() < 1e-6,
-            "{weight:?}"
-        );
-    }
 
     #[test]
     fn log_lines_read_like_pytorchs_example() {

@@ -385,6 +385,19 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
             draw("accuracy-chart", metrics, chart::draw_accuracy);
         }
+        TrainEvent::Checkpoint(_) => {}
+        TrainEvent::DeviceLost {
+            reason,
+            resumed_at_step,
+        } => {
+            let message = format!(
+                "The GPU was lost ({reason}). Training goes on on the CPU from step {resumed_at_step}, the last checkpoint."
+            );
+            log(&message);
+            set_text("backend", "CPU — the GPU was lost");
+            show_error(&message);
+            draw("loss-chart", metrics, chart::draw_loss);
+        }
         TrainEvent::Diverged(divergence) => {
             let message = format!("Training {divergence}. Try a smaller learning rate.");
             log(&message);
@@ -422,6 +435,12 @@ async fn run(session: &Shared) -> Result<(), PageError> {
     })
     .await?;
     session.borrow_mut().control = None;
+    // The lost GPU stays lost: later runs of this page train on the CPU.
+    if metrics.device_lost.is_some() {
+        let cpu = select_device(BackendChoice::Cpu).await?;
+        set_text("backend", "CPU — the GPU was lost");
+        session.borrow_mut().device = Some((choice, cpu));
+    }
     set_state(match trained.outcome {
         Outcome::Completed => State::Done,
         Outcome::Stopped => State::Stopped,

@@ -1,0 +1,415 @@
+//! A run's checkpoint: the weights, the optimizer's state, where the run is (epoch, batch,
+//! step), the epoch's data order and the seed that drew it (nothing else in a run draws random
+//! numbers). Kept as a `.safetensors` file, so that any safetensors reader can look inside.
+//! Resuming from one gives the losses of a run that never stopped, bit for bit on the CPU.
+
+use std::collections::{BTreeMap, HashMap};
+
+use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::prelude::*;
+use burn::tensor::{DType, TensorData};
+use safetensors::tensor::TensorView;
+use safetensors::{Dtype, SafeTensors};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::config::{ConfigError, TrainConfig};
+use crate::model::{Net, NetConfig};
+use crate::optimizer::Optimizer;
+
+/// A lenet checkpoint with Adam takes ~5.5 MB; a file this large is not one of ours.
+pub const MAX_CHECKPOINT_BYTES: usize = 32 << 20;
+const FORMAT_KEY: &str = "format";
+const FORMAT: &str = "webtrain checkpoint 1";
+const WEIGHTS: &str = "weights.";
+const STATE: &str = "optimizer.";
+const ORDER: &str = "data.order";
+
+#[derive(Debug, Error)]
+pub enum CheckpointError {
+    #[error("the checkpoint holds {0} bytes, more than any LeNet run's checkpoint")]
+    TooLarge(usize),
+    #[error("not a safetensors file: {0}")]
+    NotSafetensors(String),
+    #[error("not a webtrain checkpoint (its metadata has no format \"{FORMAT}\")")]
+    NotACheckpoint,
+    #[error("the checkpoint's {0} is unreadable: {1}")]
+    Metadata(&'static str, String),
+    #[error("the checkpoint's settings are invalid: {0}")]
+    Config(#[from] ConfigError),
+    #[error("the checkpoint's tensor {0} is not {1}")]
+    Dtype(String, &'static str),
+    #[error("the checkpoint lacks {0}")]
+    Missing(String),
+    #[error("the checkpoint's {name} has shape {found:?}, its model needs {expected:?}")]
+    Shape {
+        name: String,
+        found: Vec<usize>,
+        expected: Vec<usize>,
+    },
+    #[error("the checkpoint holds {0}, which its model and optimizer have no use for")]
+    Unexpected(String),
+    #[error(
+        "the checkpoint stops at epoch {epoch}, batch {batch}, outside its run of {epochs} epochs of {batches} batches"
+    )]
+    Position {
+        epoch: usize,
+        batch: usize,
+        epochs: usize,
+        batches: usize,
+    },
+    #[error("the checkpoint's data order is not an order of the run's {0} training samples")]
+    Order(usize),
+    #[error("reading the model back from the device failed: {0}")]
+    Readback(String),
+}
+
+/// Where a run is: the step it takes next.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Position {
+    /// The epoch of the next step, from 1.
+    pub epoch: usize,
+    /// The next batch within it, from 0.
+    pub batch: usize,
+    /// Steps taken so far.
+    pub step: usize,
+    pub trained_samples: usize,
+    /// Training time so far: the run's samples per second go on from it.
+    pub training_secs: f64,
+}
+
+impl Position {
+    pub const START: Self = Self {
+        epoch: 1,
+        batch: 0,
+        step: 0,
+        trained_samples: 0,
+        training_secs: 0.0,
+    };
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Checkpoint {
+    pub config: TrainConfig,
+    pub position: Position,
+    /// The training samples in the order the position's epoch visits them.
+    pub order: Vec<u32>,
+    /// Parameters by path (`fc1.weight`), in burn's layouts.
+    pub weights: BTreeMap<String, TensorData>,
+    pub optimizer_steps: u64,
+    /// The optimizer's buffers by parameter path, each flat.
+    pub optimizer_state: BTreeMap<String, Vec<TensorData>>,
+}
+
+/// Every float parameter of a module with its path, flattened, and its shape.
+#[derive(Default)]
+struct Parameters {
+    path: Vec<String>,
+    found: Vec<(String, Tensor<1>, Vec<usize>)>,
+}
+
+impl ModuleVisitor for Parameters {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
+        let tensor = param.val();
+        let dims = tensor.dims().to_vec();
+        let flat = tensor.reshape([dims.iter().product::<usize>()]);
+        self.found.push((self.path.join("."), flat, dims));
+    }
+}
+
+/// Reads a tensor back without blocking, which WebGPU cannot do.
+async fn read(tensor: Tensor<1>, dims: Vec<usize>) -> Result<TensorData, CheckpointError> {
+    let data = tensor
+        .into_data_async()
+        .await
+        .map_err(|e| CheckpointError::Readback(e.to_string()))?;
+    let values = data
+        .try_to_vec::<f32>()
+        .map_err(|e| CheckpointError::Readback(format!("{e:?}")))?;
+    Ok(TensorData::new(values, dims))
+}
+
+/// Every parameter of `model` by path, read back from its device.
+pub async fn read_weights(model: &Net) -> Result<BTreeMap<String, TensorData>, CheckpointError> {
+    let mut parameters = Parameters::default();
+    model.visit(&mut parameters);
+    let mut weights = BTreeMap::new();
+    for (name, tensor, dims) in parameters.found {
+        weights.insert(name, read(tensor, dims).await?);
+    }
+    Ok(weights)
+}
+
+impl Checkpoint {
+    /// Reads the run's state back from the device.
+    pub async fn capture(
+        config: &TrainConfig,
+        position: Position,
+        order: &[usize],
+        model: &Net,
+        optimizer: &Optimizer,
+    ) -> Result<Self, CheckpointError> {
+        let mut optimizer_state = BTreeMap::new();
+        for (name, buffers) in &optimizer.state {
+            let mut read_buffers = Vec::new();
+            for buffer in buffers {
+                read_buffers.push(read(buffer.clone(), buffer.dims().to_vec()).await?);
+            }
+            optimizer_state.insert(name.clone(), read_buffers);
+        }
+        Ok(Self {
+            config: config.clone(),
+            position,
+            order: order.iter().map(|&i| i as u32).collect(),
+            weights: read_weights(model).await?,
+            optimizer_steps: optimizer.steps,
+            optimizer_state,
+        })
+    }
+
+    /// The model and optimizer on `device`, as they were; every tensor checked against the
+    /// model the settings name.
+    pub fn restore(&self, device: &Device) -> Result<(Net, Optimizer), CheckpointError> {
+        let mut assign = AssignWeights {
+            weights: &self.weights,
+            device,
+            path: Vec::new(),
+            used: Vec::new(),
+            error: None,
+        };
+        let model = NetConfig::from(self.config.model)
+            .init(device, self.config.seed)
+            .map(&mut assign);
+        if let Some(error) = assign.error {
+            return Err(error);
+        }
+        let used = assign.used;
+        if let Some(name) = self.weights.keys().find(|name| !used.contains(name)) {
+            return Err(CheckpointError::Unexpected(format!("{WEIGHTS}{name}")));
+        }
+
+        let mut optimizer = Optimizer::new(&self.config);
+        optimizer.steps = self.optimizer_steps;
+        let per_param = Optimizer::buffers_per_param(&self.config);
+        for (name, buffers) in &self.optimizer_state {
+            let Some(weight) = self.weights.get(name) else {
+                return Err(CheckpointError::Unexpected(format!("{STATE}{name}")));
+            };
+            if buffers.len() != per_param {
+                return Err(CheckpointError::Unexpected(format!(
+                    "{} buffers for {name} where {} needs {per_param}",
+                    buffers.len(),
+                    self.config.optimizer
+                )));
+            }
+            let mut tensors = Vec::new();
+            for (index, buffer) in buffers.iter().enumerate() {
+                if buffer.shape().as_slice() != [weight.num_elements()] {
+                    return Err(CheckpointError::Shape {
+                        name: format!("{STATE}{name}.{index}"),
+                        found: buffer.shape().to_vec(),
+                        expected: vec![weight.num_elements()],
+                    });
+                }
+                tensors.push(Tensor::from_data(buffer.clone(), device));
+            }
+            optimizer.state.insert(name.clone(), tensors);
+        }
+        Ok((model, optimizer))
+    }
+
+    /// Checks the position and data order against the run's `epoch_len` training samples.
+    pub fn check_position(&self, epoch_len: usize) -> Result<(), CheckpointError> {
+        let batches = epoch_len.div_ceil(self.config.batch_size);
+        let Position { epoch, batch, .. } = self.position;
+        if epoch == 0 || epoch > self.config.epochs + 1 || batch >= batches {
+            return Err(CheckpointError::Position {
+                epoch,
+                batch,
+                epochs: self.config.epochs,
+                batches,
+            });
+        }
+        let mut seen = vec![false; epoch_len];
+        for &index in &self.order {
+            match seen.get_mut(index as usize) {
+                Some(seen @ false) => *seen = true,
+                _ => return Err(CheckpointError::Order(epoch_len)),
+            }
+        }
+        match self.order.len() == epoch_len {
+            true => Ok(()),
+            false => Err(CheckpointError::Order(epoch_len)),
+        }
+    }
+
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut tensors: Vec<(String, TensorView<'_>)> = Vec::new();
+        for (name, data) in &self.weights {
+            tensors.push((format!("{WEIGHTS}{name}"), view(data)));
+        }
+        for (name, buffers) in &self.optimizer_state {
+            for (index, data) in buffers.iter().enumerate() {
+                tensors.push((format!("{STATE}{name}.{index}"), view(data)));
+            }
+        }
+        let order: Vec<u8> = self.order.iter().flat_map(|i| i.to_le_bytes()).collect();
+        tensors.push((
+            ORDER.to_string(),
+            TensorView::new(Dtype::U32, vec![self.order.len()], &order)
+                .expect("u32 data fills its shape"),
+        ));
+        let metadata = HashMap::from([
+            (FORMAT_KEY.to_string(), FORMAT.to_string()),
+            ("config".to_string(), to_json(&self.config)),
+            ("position".to_string(), to_json(&self.position)),
+            (
+                "optimizer_steps".to_string(),
+                self.optimizer_steps.to_string(),
+            ),
+        ]);
+        safetensors::serialize(tensors, Some(metadata)).expect("the tensors fit their shapes")
+    }
+
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, CheckpointError> {
+        if bytes.len() > MAX_CHECKPOINT_BYTES {
+            return Err(CheckpointError::TooLarge(bytes.len()));
+        }
+        let not_safetensors = |e: safetensors::SafeTensorError| {
+            CheckpointError::NotSafetensors(e.to_string())
+        };
+        let (_, header) = SafeTensors::read_metadata(bytes).map_err(not_safetensors)?;
+        let metadata = header.metadata().clone().unwrap_or_default();
+        if metadata.get(FORMAT_KEY).map(String::as_str) != Some(FORMAT) {
+            return Err(CheckpointError::NotACheckpoint);
+        }
+        let config: TrainConfig = parse(&metadata, "config")?;
+        config.validate()?;
+        let position: Position = parse(&metadata, "position")?;
+        let optimizer_steps: u64 = parse(&metadata, "optimizer_steps")?;
+
+        let file = SafeTensors::deserialize(bytes).map_err(not_safetensors)?;
+        let floats = |name: &str, view: &TensorView<'_>| match view.dtype() {
+            Dtype::F32 => Ok(TensorData::from_bytes_vec(
+                view.data().to_vec(),
+                view.shape().to_vec(),
+                DType::F32,
+            )),
+            _ => Err(CheckpointError::Dtype(name.to_string(), "float32")),
+        };
+        let mut order = None;
+        let mut weights = BTreeMap::new();
+        let mut state: BTreeMap<String, BTreeMap<usize, TensorData>> = BTreeMap::new();
+        for (name, view) in file.iter() {
+            if name == ORDER {
+                if view.dtype() != Dtype::U32 || view.shape().len() != 1 {
+                    return Err(CheckpointError::Dtype(name.to_string(), "a list of u32"));
+                }
+                let indices = view.data().chunks_exact(4);
+                order = Some(
+                    indices
+                        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                        .collect(),
+                );
+            } else if let Some(param) = name.strip_prefix(WEIGHTS) {
+                weights.insert(param.to_string(), floats(name, &view)?);
+            } else if let Some((param, index)) = name
+                .strip_prefix(STATE)
+                .and_then(|rest| rest.rsplit_once('.'))
+                .and_then(|(param, index)| Some((param, index.parse::<usize>().ok()?)))
+            {
+                let buffers = state.entry(param.to_string()).or_default();
+                buffers.insert(index, floats(name, &view)?);
+            } else {
+                return Err(CheckpointError::Unexpected(name.to_string()));
+            }
+        }
+        let mut optimizer_state = BTreeMap::new();
+        for (param, buffers) in state {
+            // Indices 0..n with none missing.
+            if buffers.keys().copied().ne(0..buffers.len()) {
+                return Err(CheckpointError::Missing(format!("a buffer of {STATE}{param}")));
+            }
+            optimizer_state.insert(param, buffers.into_values().collect());
+        }
+        Ok(Self {
+            config,
+            position,
+            order: order.ok_or_else(|| CheckpointError::Missing(ORDER.to_string()))?,
+            weights,
+            optimizer_steps,
+            optimizer_state,
+        })
+    }
+}
+
+fn view(data: &TensorData) -> TensorView<'_> {
+    TensorView::new(Dtype::F32, data.shape().to_vec(), data.as_bytes())
+        .expect("float32 data fills its shape")
+}
+
+fn parse<T: DeserializeOwned>(
+    metadata: &HashMap<String, String>,
+    key: &'static str,
+) -> Result<T, CheckpointError> {
+    let text = metadata
+        .get(key)
+        .ok_or_else(|| CheckpointError::Metadata(key, "it is missing".into()))?;
+    serde_json::from_str(text).map_err(|e| CheckpointError::Metadata(key, e.to_string()))
+}
+
+fn to_json(value: &impl Serialize) -> String {
+    serde_json::to_string(value).expect("settings and positions are plain data")
+}
+
+/// Replaces each parameter's value with the checkpoint's, keeping its id.
+struct AssignWeights<'a> {
+    weights: &'a BTreeMap<String, TensorData>,
+    device: &'a Device,
+    path: Vec<String>,
+    used: Vec<String>,
+    error: Option<CheckpointError>,
+}
+
+impl ModuleMapper for AssignWeights<'_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let name = self.path.join(".");
+        let expected = param.dims().to_vec();
+        let found = match self.weights.get(&name) {
+            Some(data) if data.shape().as_slice() == expected.as_slice() => data,
+            Some(data) => {
+                self.error.get_or_insert(CheckpointError::Shape {
+                    name: format!("{WEIGHTS}{name}"),
+                    found: data.shape().to_vec(),
+                    expected,
+                });
+                return param;
+            }
+            None => {
+                self.error
+                    .get_or_insert(CheckpointError::Missing(format!("{WEIGHTS}{name}")));
+                return param;
+            }
+        };
+        self.used.push(name);
+        let (id, _, mapper) = param.consume();
+        Param::from_mapped_value(id, Tensor::from_data(found.clone(), self.device), mapper)
+    }
+}

@@ -1,0 +1,230 @@
+//! SGD with momentum and Adam as PyTorch computes them, with their state in the open, by
+//! parameter name. burn's optimizers keep their state private and read it back only
+//! synchronously, which WebGPU cannot do; a checkpoint taken while training on a GPU has to read
+//! it.
+
+use std::collections::BTreeMap;
+
+use burn::module::{Module, ModuleMapper, Param};
+use burn::optim::GradientsParams;
+use burn::prelude::*;
+
+use crate::config::{OptimizerKind, TrainConfig};
+
+/// PyTorch's Adam defaults.
+const ADAM_BETAS: (f64, f64) = (0.9, 0.999);
+const ADAM_EPSILON: f64 = 1e-8;
+
+/// What the optimizer keeps for one parameter: SGD's momentum buffer, or Adam's first and second
+/// moments, each flattened.
+pub type ParamState = Vec<Tensor<1>>;
+
+#[derive(Clone, Debug)]
+pub struct Optimizer {
+    kind: OptimizerKind,
+    momentum: f64,
+    /// Steps taken: Adam's bias corrections depend on it.
+    pub steps: u64,
+    /// By parameter path, e.g. `fc1.weight`; empty before the first step.
+    pub state: BTreeMap<String, ParamState>,
+}
+
+impl Optimizer {
+    pub fn new(config: &TrainConfig) -> Self {
+        Self {
+            kind: config.optimizer,
+            momentum: config.momentum,
+            steps: 0,
+            state: BTreeMap::new(),
+        }
+    }
+
+    /// How many state tensors each parameter has once a step is taken.
+    pub fn buffers_per_param(config: &TrainConfig) -> usize {
+        match config.optimizer {
+            OptimizerKind::Sgd if config.momentum == 0.0 => 0,
+            OptimizerKind::Sgd => 1,
+            OptimizerKind::Adam => 2,
+        }
+    }
+
+    /// One step of every parameter of `module` that has a gradient in `grads`.
+    pub fn step<M: Module>(&mut self, lr: f64, module: M, mut grads: GradientsParams) -> M {
+        self.steps += 1;
+        module.map(&mut StepMapper {
+            optimizer: self,
+            grads: &mut grads,
+            lr,
+            path: Vec::new(),
+        })
+    }
+
+    /// The new weight of one parameter, on the inner (non-autodiff) backend.
+    fn update<const D: usize>(
+        &mut self,
+        name: String,
+        weight: Tensor<D>,
+        grad: Tensor<D>,
+        lr: f64,
+    ) -> Tensor<D> {
+        let shape = weight.shape();
+        let len = shape.num_elements();
+        let previous = self.state.remove(&name);
+        let unflat = |buffer: &Tensor<1>| buffer.clone().reshape(shape.clone());
+        let (delta, state) = match self.kind {
+            OptimizerKind::Sgd if self.momentum == 0.0 => (grad.mul_scalar(lr), Vec::new()),
+            // PyTorch: the buffer starts as the first gradient, then b = μ·b + g (no dampening).
+            OptimizerKind::Sgd => {
+                let velocity = match previous.as_deref() {
+                    Some([velocity]) => unflat(velocity).mul_scalar(self.momentum).add(grad),
+                    _ => grad,
+                };
+                (
+                    velocity.clone().mul_scalar(lr),
+                    vec![velocity.reshape([len])],
+                )
+            }
+            // PyTorch: w -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε).
+            OptimizerKind::Adam => {
+                let (beta1, beta2) = ADAM_BETAS;
+                let (m, v) = match previous.as_deref() {
+                    Some([m, v]) => (unflat(m), unflat(v)),
+                    _ => (grad.zeros_like(), grad.zeros_like()),
+                };
+                let m = m
+                    .mul_scalar(beta1)
+                    .add(grad.clone().mul_scalar(1.0 - beta1));
+                let v = v.mul_scalar(beta2).add(grad.square().mul_scalar(1.0 - beta2));
+                let t = self.steps as i32;
+                let correction1 = 1.0 - beta1.powi(t);
+                let correction2 = 1.0 - beta2.powi(t);
+                let denominator = v
+                    .clone()
+                    .sqrt()
+                    .div_scalar(correction2.sqrt())
+                    .add_scalar(ADAM_EPSILON);
+                (
+                    m.clone().div(denominator).mul_scalar(lr / correction1),
+                    vec![m.reshape([len]), v.reshape([len])],
+                )
+            }
+        };
+        if !state.is_empty() {
+            self.state.insert(name, state);
+        }
+        weight.sub(delta)
+    }
+}
+
+struct StepMapper<'a> {
+    optimizer: &'a mut Optimizer,
+    grads: &'a mut GradientsParams,
+    lr: f64,
+    path: Vec<String>,
+}
+
+impl ModuleMapper for StepMapper<'_> {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let (id, tensor, mapper) = param.consume();
+        let Some(grad) = self.grads.remove::<D>(id) else {
+            return Param::from_mapped_value(id, tensor, mapper);
+        };
+        let require_grad = tensor.is_require_grad();
+        let weight = self
+            .optimizer
+            .update(self.path.join("."), tensor.inner(), grad, self.lr);
+        let mut tensor = Tensor::from_inner(weight);
+        if require_grad {
+            tensor = tensor.require_grad();
+        }
+        Param::from_mapped_value(id, tensor, mapper)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use burn::tensor::TensorData;
+
+    use super::*;
+
+    #[derive(Module, Debug)]
+    struct Tiny {
+        weight: Param<Tensor<1>>,
+    }
+
+    /// Two steps of loss = w·x (so the gradient is x) from w = [0.5, -1.0].
+    fn two_steps(config: &TrainConfig) -> (Vec<f32>, Optimizer) {
+        let device = Device::flex().autodiff();
+        let mut optim = Optimizer::new(config);
+        let tensor = |values: [f32; 2]| {
+            Tensor::<1>::from_data(TensorData::new(values.to_vec(), [2]), &device)
+        };
+        let mut tiny = Tiny {
+            weight: Param::from_tensor(tensor([0.5, -1.0]).require_grad()),
+        };
+        for x in [[1.0, 2.0], [3.0, -1.0]] {
+            let loss = (tiny.weight.val() * tensor(x)).sum();
+            let grads = GradientsParams::from_grads(loss.backward(), &tiny);
+            tiny = optim.step(config.lr, tiny, grads);
+        }
+        let weight = tiny.weight.val().into_data().try_to_vec::<f32>().unwrap();
+        (weight, optim)
+    }
+
+    fn assert_close(found: &[f32], expected: &[f32]) {
+        let close = found
+            .iter()
+            .zip(expected)
+            .all(|(a, b)| (a - b).abs() < 1e-6);
+        assert!(close, "{found:?} != {expected:?}");
+    }
+
+    /// Two steps, because dampening only shows once there is a velocity to dampen.
+    #[test]
+    fn sgd_momentum_follows_pytorch() {
+        let config = TrainConfig {
+            lr: 0.1,
+            momentum: 0.9,
+            ..TrainConfig::default()
+        };
+        let (weight, optim) = two_steps(&config);
+        // PyTorch: v1 = g1, w1 = w0 - lr·v1 = [0.4, -1.2]; v2 = 0.9·v1 + g2 = [3.9, 0.8],
+        // w2 = w1 - lr·v2 = [0.01, -1.28]. A dampening of 0.1 would give [0.04, -1.29].
+        assert_close(&weight, &[0.01, -1.28]);
+        let velocity = optim.state["weight"][0].clone().into_data();
+        assert_close(&velocity.try_to_vec::<f32>().unwrap(), &[3.9, 0.8]);
+    }
+
+    #[test]
+    fn adam_follows_pytorch() {
+        let config = TrainConfig {
+            lr: 0.1,
+            optimizer: OptimizerKind::Adam,
+            ..TrainConfig::default()
+        };
+        let (weight, optim) = two_steps(&config);
+        // torch.optim.Adam([w], lr=0.1) on the same two gradients (torch 2, float32).
+        assert_close(&weight, &[0.308_221_9, -1.126_633_8]);
+        assert_eq!((optim.steps, optim.state["weight"].len()), (2, 2));
+    }
+
+    #[test]
+    fn plain_sgd_keeps_no_state() {
+        let config = TrainConfig {
+            lr: 0.1,
+            momentum: 0.0,
+            ..TrainConfig::default()
+        };
+        let (weight, optim) = two_steps(&config);
+        assert_close(&weight, &[0.1, -1.1]);
+        assert!(optim.state.is_empty());
+    }
+}

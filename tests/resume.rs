@@ -1,0 +1,176 @@
+//! Checkpoints on the real MNIST set: a run resumed from one, or paused and resumed, gives the
+//! losses of a run that never stopped, bit for bit, on the CPU backend.
+
+mod common;
+
+use std::sync::Arc;
+
+use burn::prelude::*;
+use webtrain::checkpoint::{Checkpoint, CheckpointError};
+use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
+use webtrain::train::{
+    EpochReport, Outcome, TrainControl, TrainError, TrainEvent, Trained, resume, train,
+};
+
+/// Two epochs of ten batches; the loss logged every third, so checkpoints fall mid-epoch too.
+fn config(optimizer: OptimizerKind) -> TrainConfig {
+    TrainConfig {
+        model: ModelKind::LenetSmall,
+        optimizer,
+        lr: match optimizer {
+            OptimizerKind::Sgd => 0.05,
+            OptimizerKind::Adam => 0.002,
+        },
+        epochs: 2,
+        log_interval: 3,
+        train_limit: Some(640),
+        test_limit: Some(500),
+        ..TrainConfig::default()
+    }
+}
+
+/// What a run reported: (step, loss bits), epoch reports, checkpoints.
+#[derive(Default)]
+struct Record {
+    losses: Vec<(usize, u32)>,
+    epochs: Vec<EpochReport>,
+    checkpoints: Vec<Arc<Checkpoint>>,
+}
+
+impl Record {
+    fn event(&mut self, event: TrainEvent) {
+        match event {
+            TrainEvent::Step(step) => self
+                .losses
+                .extend(step.loss.map(|loss| (step.step, loss.to_bits()))),
+            TrainEvent::Epoch(report) => self.epochs.push(report),
+            TrainEvent::Checkpoint(checkpoint) => self.checkpoints.push(checkpoint),
+            _ => {}
+        }
+    }
+}
+
+fn full_run(config: &TrainConfig) -> Record {
+    let mut record = Record::default();
+    let trained = pollster::block_on(train(
+        config,
+        &common::mnist(),
+        &Device::flex(),
+        &TrainControl::default(),
+        |e| record.event(e),
+    ))
+    .unwrap();
+    assert_eq!(trained.outcome, Outcome::Completed);
+    record
+}
+
+fn resumed_run(checkpoint: &Checkpoint) -> Result<(Record, Trained), TrainError> {
+    let mut record = Record::default();
+    let trained = pollster::block_on(resume(
+        checkpoint,
+        &common::mnist(),
+        &Device::flex(),
+        &TrainControl::default(),
+        |e| record.event(e),
+    ))?;
+    Ok((record, trained))
+}
+
+#[test]
+fn a_run_resumed_from_a_saved_checkpoint_repeats_the_losses_bit_for_bit() {
+    for optimizer in [OptimizerKind::Sgd, OptimizerKind::Adam] {
+        let config = config(optimizer);
+        let full = full_run(&config);
+        // After batches 0, 3 and 6 of each epoch, and after each epoch's evaluation.
+        let steps: Vec<usize> = full.checkpoints.iter().map(|c| c.position.step).collect();
+        assert_eq!(steps, [1, 4, 7, 10, 11, 14, 17, 20], "{optimizer}");
+        for saved in &full.checkpoints[1..] {
+            // Through the file format, as `webtrain train --resume` reads it.
+            let checkpoint = Checkpoint::from_bytes(&saved.to_bytes()).unwrap();
+            assert_eq!(&checkpoint, saved.as_ref());
+            let (resumed, trained) = resumed_run(&checkpoint).unwrap();
+            assert_eq!(trained.outcome, Outcome::Completed);
+            let step = checkpoint.position.step;
+            let expected: Vec<_> = full.losses.iter().filter(|(s, _)| *s > step).collect();
+            let found: Vec<_> = resumed.losses.iter().collect();
+            assert_eq!(found, expected, "{optimizer}, resumed at step {step}");
+            let epoch = checkpoint.position.epoch;
+            assert_eq!(resumed.epochs, full.epochs[epoch - 1..], "{optimizer}, step {step}");
+            // Its own checkpoints are those of the full run from there on, weights included.
+            let later: Vec<_> = full.checkpoints.iter().filter(|c| c.position.step > step).collect();
+            assert_eq!(resumed.checkpoints.len(), later.len());
+            for (own, full) in resumed.checkpoints.iter().zip(later) {
+                assert_eq!(own.weights, full.weights, "{optimizer}, step {step}");
+                assert_eq!(own.optimizer_state, full.optimizer_state);
+            }
+        }
+    }
+}
+
+#[test]
+fn pausing_and_resuming_changes_no_loss() {
+    let config = config(OptimizerKind::Sgd);
+    let full = full_run(&config);
+    let control = TrainControl::default();
+    let mut paused = Record::default();
+    let resumer = control.clone();
+    let waiter = std::thread::spawn(move || {
+        while !resumer.is_paused() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        resumer.resume();
+    });
+    pollster::block_on(train(
+        &config,
+        &common::mnist(),
+        &Device::flex(),
+        &control,
+        |event| {
+            if let TrainEvent::Step(step) = &event
+                && step.step == 5
+            {
+                control.pause();
+            }
+            paused.event(event);
+        },
+    ))
+    .unwrap();
+    waiter.join().unwrap();
+    assert_eq!(paused.losses, full.losses);
+    assert_eq!(paused.epochs, full.epochs);
+}
+
+#[test]
+fn a_checkpoint_that_does_not_fit_the_data_is_refused() {
+    let config = config(OptimizerKind::Sgd);
+    let mut record = Record::default();
+    let control = TrainControl::default();
+    pollster::block_on(train(&config, &common::mnist(), &Device::flex(), &control, |e| {
+        if let TrainEvent::Checkpoint(_) = e {
+            control.stop();
+        }
+        record.event(e);
+    }))
+    .unwrap();
+    let good = record.checkpoints[0].as_ref().clone();
+
+    let mut past_the_end = good.clone();
+    past_the_end.position.batch = 10;
+    let mut repeated_sample = good.clone();
+    repeated_sample.order[1] = repeated_sample.order[0];
+    let mut other_data = good.clone();
+    other_data.config.train_limit = Some(1280);
+    for (checkpoint, expected) in [
+        (past_the_end, "the checkpoint stops at epoch 1, batch 10"),
+        (repeated_sample, "not an order of the run's 640 training samples"),
+        (other_data, "not an order of the run's 1280 training samples"),
+    ] {
+        let error = resumed_run(&checkpoint).err().expect(expected);
+        assert!(
+            matches!(&error, TrainError::Checkpoint(CheckpointError::Position { .. } | CheckpointError::Order(_))),
+            "{error}"
+        );
+        assert!(error.to_string().contains(expected), "{error}");
+    }
+}
