@@ -14,7 +14,7 @@ use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::config::{ConfigError, TrainConfig};
+use crate::config::{ConfigError, OptimizerKind, TrainConfig};
 use crate::model::{Net, NetConfig};
 use crate::optimizer::Optimizer;
 
@@ -50,6 +50,15 @@ pub enum CheckpointError {
     },
     #[error("the checkpoint holds {0}, which its model and optimizer have no use for")]
     Unexpected(String),
+    #[error(
+        "the checkpoint keeps {found} optimizer buffers for {name}; {optimizer} keeps {expected}"
+    )]
+    Buffers {
+        name: String,
+        found: usize,
+        optimizer: OptimizerKind,
+        expected: usize,
+    },
     #[error(
         "the checkpoint stops at epoch {epoch}, batch {batch}, outside its run of {epochs} epochs of {batches} batches"
     )]
@@ -205,11 +214,12 @@ impl Checkpoint {
                 return Err(CheckpointError::Unexpected(format!("{STATE}{name}")));
             };
             if buffers.len() != per_param {
-                return Err(CheckpointError::Unexpected(format!(
-                    "{} buffers for {name} where {} needs {per_param}",
-                    buffers.len(),
-                    self.config.optimizer
-                )));
+                return Err(CheckpointError::Buffers {
+                    name: format!("{STATE}{name}"),
+                    found: buffers.len(),
+                    optimizer: self.config.optimizer,
+                    expected: per_param,
+                });
             }
             let mut tensors = Vec::new();
             for (index, buffer) in buffers.iter().enumerate() {
@@ -284,9 +294,8 @@ impl Checkpoint {
         if bytes.len() > MAX_CHECKPOINT_BYTES {
             return Err(CheckpointError::TooLarge(bytes.len()));
         }
-        let not_safetensors = |e: safetensors::SafeTensorError| {
-            CheckpointError::NotSafetensors(e.to_string())
-        };
+        let not_safetensors =
+            |e: safetensors::SafeTensorError| CheckpointError::NotSafetensors(e.to_string());
         let (_, header) = SafeTensors::read_metadata(bytes).map_err(not_safetensors)?;
         let metadata = header.metadata().clone().unwrap_or_default();
         if metadata.get(FORMAT_KEY).map(String::as_str) != Some(FORMAT) {
@@ -337,7 +346,9 @@ impl Checkpoint {
         for (param, buffers) in state {
             // Indices 0..n with none missing.
             if buffers.keys().copied().ne(0..buffers.len()) {
-                return Err(CheckpointError::Missing(format!("a buffer of {STATE}{param}")));
+                return Err(CheckpointError::Missing(format!(
+                    "a buffer of {STATE}{param}"
+                )));
             }
             optimizer_state.insert(param, buffers.into_values().collect());
         }

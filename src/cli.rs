@@ -369,9 +369,7 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     };
     let trained = pollster::block_on(async {
         match &checkpoint {
-            Some(checkpoint) => {
-                resume(checkpoint, &data, &device.device, &control, on_event).await
-            }
+            Some(checkpoint) => resume(checkpoint, &data, &device.device, &control, on_event).await,
             None => {
                 let model = match &args.init {
                     Some(path) => load_weights(path, config.model, &device.device)?,

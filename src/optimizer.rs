@@ -94,7 +94,9 @@ impl Optimizer {
                 let m = m
                     .mul_scalar(beta1)
                     .add(grad.clone().mul_scalar(1.0 - beta1));
-                let v = v.mul_scalar(beta2).add(grad.square().mul_scalar(1.0 - beta2));
+                let v = v
+                    .mul_scalar(beta2)
+                    .add(grad.square().mul_scalar(1.0 - beta2));
                 let t = self.steps as i32;
                 let correction1 = 1.0 - beta1.powi(t);
                 let correction2 = 1.0 - beta2.powi(t);

@@ -253,7 +253,16 @@ async fn run(
         &start.optimizer,
     )
     .await?;
-    let mut attempt = run_on(start, config, data, device, control, &mut on_event, &mut last).await;
+    let mut attempt = run_on(
+        start,
+        config,
+        data,
+        device,
+        control,
+        &mut on_event,
+        &mut last,
+    )
+    .await;
     let cpu = Device::flex();
     while let Err(TrainError::DeviceLost(reason)) = &attempt
         && *device != cpu

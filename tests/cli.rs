@@ -1,7 +1,11 @@
 //! The `webtrain` binary, as a user runs it.
 
+mod corpus;
+
 use std::path::Path;
 use std::process::{Command, Output};
+
+use webtrain::checkpoint::Checkpoint;
 
 fn webtrain(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_webtrain"))
@@ -22,26 +26,93 @@ fn assert_rejected(args: &[&str], expected: &str) {
 }
 
 #[test]
-fn bad_flags_get_one_clear_line_and_exit_2() {
-    assert_rejected(&["train", "--lr", "abc"], "--lr");
-    assert_rejected(
-        &["train", "--lr", "NaN"],
-        "learning rate must be a positive number",
-    );
-    assert_rejected(&["train", "--lr", "-1"], "learning rate");
-    assert_rejected(
-        &["train", "--momentum", "1"],
-        "momentum must be at least 0 and below 1",
-    );
-    assert_rejected(
-        &["train", "--batch-size", "0"],
-        "batch size must be at least 1",
-    );
-    assert_rejected(&["train", "--epochs", "0"], "epochs must be at least 1");
-    assert_rejected(&["train", "--model", "resnet"], "unknown model 'resnet'");
-    assert_rejected(&["train", "--optimizer", "rmsprop"], "unknown optimizer");
+fn flags_that_are_no_setting_get_one_clear_line_and_exit_2() {
     assert_rejected(&["train", "--backend", "tpu"], "unknown backend");
     assert_rejected(&["train", "--bogus"], "--bogus");
+    assert_rejected(
+        &["train", "--resume", "x.safetensors", "--lr", "0.1"],
+        "cannot be used with",
+    );
+}
+
+/// Every malformed input of the corpus, as a file or a flag: exit 2, one line, no panic.
+#[test]
+fn the_malformed_input_corpus_is_refused_with_one_line_each() {
+    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    let cases = pollster::block_on(corpus::cases());
+    assert!(cases.len() >= 40, "{} cases", cases.len());
+    for case in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("input");
+        let path = file.to_str().unwrap();
+        let data = dir.path().join("mnist");
+        let data_arg = data.to_str().unwrap();
+        let mnist_arg = mnist.to_str().unwrap();
+        let out = dir.path().join("out");
+        let out_arg = out.to_str().unwrap();
+        let flag;
+        let args: Vec<&str> = match &case.input {
+            corpus::Input::Idx { images, labels } => {
+                std::fs::create_dir(&data).unwrap();
+                std::fs::write(data.join("train-images-idx3-ubyte"), images).unwrap();
+                std::fs::write(data.join("train-labels-idx1-ubyte"), labels).unwrap();
+                for entry in std::fs::read_dir(&mnist).unwrap() {
+                    let entry = entry.unwrap();
+                    if entry.file_name().to_string_lossy().starts_with("t10k") {
+                        std::fs::copy(entry.path(), data.join(entry.file_name())).unwrap();
+                    }
+                }
+                vec!["train", "--data", data_arg, "--out", out_arg]
+            }
+            corpus::Input::Weights(bytes) => {
+                std::fs::write(&file, bytes).unwrap();
+                vec![
+                    "eval",
+                    "--weights",
+                    path,
+                    "--model",
+                    "lenet",
+                    "--data",
+                    mnist_arg,
+                    "--backend",
+                    "cpu",
+                ]
+            }
+            corpus::Input::Checkpoint(bytes) => {
+                std::fs::write(&file, bytes).unwrap();
+                vec![
+                    "train",
+                    "--resume",
+                    path,
+                    "--data",
+                    mnist_arg,
+                    "--backend",
+                    "cpu",
+                    "--out",
+                    out_arg,
+                ]
+            }
+            corpus::Input::Setting { name, value, cli } => {
+                flag = format!("--{}", name.replace('_', "-"));
+                let output = webtrain(&["train", &flag, value, "--out", out_arg]);
+                assert_one_line_exit_2(&case.name, &output, cli);
+                continue;
+            }
+            // The page's own; tests/web_corpus.rs runs them.
+            corpus::Input::Query(_) => continue,
+        };
+        assert_one_line_exit_2(&case.name, &webtrain(&args), case.expected);
+    }
+}
+
+fn assert_one_line_exit_2(case: &str, output: &Output, expected: &str) {
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{case}: {stderr}");
+    assert_eq!(stderr.lines().count(), 1, "{case}: {stderr}");
+    assert!(
+        stderr.contains(expected),
+        "{case}: expected '{expected}' in {stderr}"
+    );
 }
 
 #[test]
@@ -292,4 +363,87 @@ fn weights_are_saved_evaluated_and_trained_on() {
         ],
         "cannot read",
     );
+}
+
+/// The log lines and test results of a run, without the lines that name its backend or files.
+fn results(output: &Output) -> Vec<String> {
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter(|l| l.starts_with("Train Epoch: ") || l.starts_with("Test set: "))
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn train_resume_goes_on_from_the_checkpoint_as_if_never_stopped() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, resumed, whole) = (
+        dir.path().join("a"),
+        dir.path().join("b"),
+        dir.path().join("c"),
+    );
+    tiny_run(&first, &[]);
+    let checkpoint = first.join("checkpoint.safetensors");
+    let checkpoint_arg = checkpoint.to_str().unwrap();
+    let output = webtrain(&[
+        "train",
+        "--resume",
+        checkpoint_arg,
+        "--epochs",
+        "2",
+        "--backend",
+        "cpu",
+        "--out",
+        resumed.to_str().unwrap(),
+    ]);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        stdout.contains(&format!(
+            "Resuming {checkpoint_arg}: epoch 2, batch 0 (step 32)"
+        )),
+        "{stdout}"
+    );
+    let resumed_results = results(&output);
+
+    let mut args = vec![
+        "train",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--lr",
+        "0.05",
+        "--epochs",
+        "2",
+        "--train-limit",
+        "2000",
+        "--test-limit",
+        "300",
+        "--log-interval",
+        "10",
+        "--out",
+    ];
+    args.push(whole.to_str().unwrap());
+    let whole_results = results(&webtrain(&args));
+    let second_epoch: Vec<_> = whole_results
+        .iter()
+        .skip_while(|l| !l.starts_with("Train Epoch: 2 "))
+        .cloned()
+        .collect();
+    assert_eq!(second_epoch.len(), 5, "{whole_results:?}");
+    assert_eq!(resumed_results, second_epoch);
+    // Its last checkpoint holds the whole run's weights and momentum, bit for bit.
+    let last = |run: &Path| {
+        let bytes = std::fs::read(run.join("checkpoint.safetensors")).unwrap();
+        Checkpoint::from_bytes(&bytes).unwrap()
+    };
+    let (resumed, whole) = (last(&resumed), last(&whole));
+    assert_eq!(resumed.position.step, 64);
+    assert_eq!(resumed.weights, whole.weights);
+    assert_eq!(resumed.optimizer_state, whole.optimizer_state);
 }

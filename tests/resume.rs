@@ -95,9 +95,17 @@ fn a_run_resumed_from_a_saved_checkpoint_repeats_the_losses_bit_for_bit() {
             let found: Vec<_> = resumed.losses.iter().collect();
             assert_eq!(found, expected, "{optimizer}, resumed at step {step}");
             let epoch = checkpoint.position.epoch;
-            assert_eq!(resumed.epochs, full.epochs[epoch - 1..], "{optimizer}, step {step}");
+            assert_eq!(
+                resumed.epochs,
+                full.epochs[epoch - 1..],
+                "{optimizer}, step {step}"
+            );
             // Its own checkpoints are those of the full run from there on, weights included.
-            let later: Vec<_> = full.checkpoints.iter().filter(|c| c.position.step > step).collect();
+            let later: Vec<_> = full
+                .checkpoints
+                .iter()
+                .filter(|c| c.position.step > step)
+                .collect();
             assert_eq!(resumed.checkpoints.len(), later.len());
             for (own, full) in resumed.checkpoints.iter().zip(later) {
                 assert_eq!(own.weights, full.weights, "{optimizer}, step {step}");
@@ -146,12 +154,18 @@ fn a_checkpoint_that_does_not_fit_the_data_is_refused() {
     let config = config(OptimizerKind::Sgd);
     let mut record = Record::default();
     let control = TrainControl::default();
-    pollster::block_on(train(&config, &common::mnist(), &Device::flex(), &control, |e| {
-        if let TrainEvent::Checkpoint(_) = e {
-            control.stop();
-        }
-        record.event(e);
-    }))
+    pollster::block_on(train(
+        &config,
+        &common::mnist(),
+        &Device::flex(),
+        &control,
+        |e| {
+            if let TrainEvent::Checkpoint(_) = e {
+                control.stop();
+            }
+            record.event(e);
+        },
+    ))
     .unwrap();
     let good = record.checkpoints[0].as_ref().clone();
 
@@ -163,12 +177,23 @@ fn a_checkpoint_that_does_not_fit_the_data_is_refused() {
     other_data.config.train_limit = Some(1280);
     for (checkpoint, expected) in [
         (past_the_end, "the checkpoint stops at epoch 1, batch 10"),
-        (repeated_sample, "not an order of the run's 640 training samples"),
-        (other_data, "not an order of the run's 1280 training samples"),
+        (
+            repeated_sample,
+            "not an order of the run's 640 training samples",
+        ),
+        (
+            other_data,
+            "not an order of the run's 1280 training samples",
+        ),
     ] {
         let error = resumed_run(&checkpoint).err().expect(expected);
         assert!(
-            matches!(&error, TrainError::Checkpoint(CheckpointError::Position { .. } | CheckpointError::Order(_))),
+            matches!(
+                &error,
+                TrainError::Checkpoint(
+                    CheckpointError::Position { .. } | CheckpointError::Order(_)
+                )
+            ),
             "{error}"
         );
         assert!(error.to_string().contains(expected), "{error}");

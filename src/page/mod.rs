@@ -144,24 +144,51 @@ fn log(line: &str) {
     log.set_scroll_top(log.scroll_height());
 }
 
-fn search_params() -> Option<UrlSearchParams> {
-    let search = web_sys::window()?.location().search().ok()?;
-    UrlSearchParams::new_with_str(&search).ok()
+fn search() -> String {
+    web_sys::window()
+        .and_then(|window| window.location().search().ok())
+        .unwrap_or_default()
 }
 
-/// Fills the form from the URL's query (`?lr=0.05&batch_size=128&backend=cpu`), so a run can be
-/// shared as a link. Bad values land in the form, where validation shows them.
-fn prefill_from_query() {
-    let Some(params) = search_params() else {
-        return;
+/// The settings a link's query carries (`?lr=0.05&batch_size=128&backend=cpu`), as written.
+fn query_pairs(search: &str) -> Vec<(String, String)> {
+    let Ok(params) = UrlSearchParams::new_with_str(search) else {
+        return Vec::new();
     };
-    for id in FIELDS {
-        if let Some(value) = params.get(&id.replace('-', "_")) {
-            dom::set_value(id, &value);
+    let names = FIELDS.iter().map(|id| id.replace('-', "_"));
+    names
+        .chain(["backend".to_string()])
+        .filter_map(|name| Some((name.clone(), params.get(&name)?)))
+        .collect()
+}
+
+/// The run a link describes, checked as the form checks it: what the page shows in `#error`
+/// when it opens such a link.
+pub fn settings_from_query(search: &str) -> Result<(TrainConfig, BackendChoice), PageError> {
+    let pairs = query_pairs(search);
+    let mut backend = BackendChoice::Auto;
+    let mut settings = Vec::new();
+    for (name, value) in &pairs {
+        match name.as_str() {
+            "backend" => backend = value.parse()?,
+            _ => settings.push((name.as_str(), value.as_str())),
         }
     }
-    if let Some(backend) = params.get("backend") {
-        dom::set_value("backend-choice", &backend);
+    Ok((TrainConfig::from_pairs(settings)?, backend))
+}
+
+/// Fills the form from the URL's query, so a run can be shared as a link. Bad values land in
+/// the form, where validation marks them, and the first problem is shown.
+fn prefill_from_query() {
+    let search = search();
+    for (name, value) in query_pairs(&search) {
+        match name.as_str() {
+            "backend" => dom::set_value("backend-choice", &value),
+            _ => dom::set_value(&name.replace('_', "-"), &value),
+        }
+    }
+    if let Err(error) = settings_from_query(&search) {
+        show_error(&error.to_string());
     }
 }
 
