@@ -8,7 +8,7 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 # The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 
-.PHONY: serve train test bench check-pytorch data
+.PHONY: serve train test bench soak fuzz check-pytorch data
 
 data:
 	scripts/fetch-mnist.sh data/mnist
@@ -33,6 +33,25 @@ bench: data
 	cargo build --release
 	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
 	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py
+
+# Ten epochs natively and in headless Chromium; memory after each epoch must stay within 5 %
+# (bench/soak.py; SOAK_EPOCHS, SOAK_BACKEND, SOAK_TRAIN_LIMIT). About 20 minutes on 2 cores.
+soak: data
+	scripts/setup.sh trunk browser soak
+	cargo build --release
+	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
+	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist python3 bench/soak.py
+
+# libFuzzer on the IDX parser and on the weights and checkpoint loaders, FUZZ_SECONDS each,
+# from the seeds in fuzz/seeds; what they find lands in fuzz/artifacts. Needs nightly Rust.
+FUZZ_SECONDS ?= 600
+fuzz:
+	scripts/setup.sh fuzz
+	cd fuzz && for target in idx checkpoint; do \
+	  mkdir -p corpus/$$target && \
+	  CARGO_TARGET_DIR=$(HOME)/.cache/webtrain/fuzz-target cargo +nightly fuzz run -s none $$target \
+	    corpus/$$target seeds/$$target -- -max_total_time=$(FUZZ_SECONDS) || exit 1; \
+	done
 
 # A full CLI run; its model.safetensors loaded strictly into the PyTorch reference model, which
 # must get the run's test accuracy; and the file PyTorch writes back, evaluated by the CLI.

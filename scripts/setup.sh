@@ -5,6 +5,8 @@
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
 #   scripts/setup.sh e2e       playwright-core for the end-to-end tests (npm, no browser download)
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
+#   scripts/setup.sh soak      the benchmark's npm packages only
+#   scripts/setup.sh fuzz      nightly Rust and cargo-fuzz
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -46,8 +48,17 @@ setup_e2e() {
     (cd tests/e2e && npm ci --no-audit --no-fund)
 }
 
-setup_bench() {
+setup_soak() {
   [ -d bench/node_modules/@tensorflow/tfjs ] || (cd bench && npm ci --no-audit --no-fund)
+}
+
+setup_fuzz() {
+  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
+  command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
+}
+
+setup_bench() {
+  setup_soak
   local venv=${TORCH_VENV:-$HOME/.cache/webtrain/torch-venv}
   "$venv/bin/python" -c 'import torch, numpy, safetensors' 2>/dev/null && return
   python3 -m venv "$venv"
@@ -61,6 +72,8 @@ for what in "$@"; do
     browser) setup_browser ;;
     e2e) setup_e2e ;;
     bench) setup_bench ;;
+    soak) setup_soak ;;
+    fuzz) setup_fuzz ;;
     *) echo "setup.sh: unknown component '$what'" >&2; exit 2 ;;
   esac
 done

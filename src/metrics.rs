@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
-use crate::train::{Divergence, EpochReport, Outcome, TrainEvent};
+use crate::train::{Divergence, EpochReport, MemoryReport, Outcome, TrainEvent};
 
 /// A training loss read back at a log interval.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -28,6 +28,7 @@ pub struct RunMetrics {
     pub divergence: Option<Divergence>,
     /// Why the GPU was lost, when the run went on on the CPU backend.
     pub device_lost: Option<String>,
+    pub memory: Vec<MemoryReport>,
 }
 
 impl RunMetrics {
@@ -42,6 +43,7 @@ impl RunMetrics {
             outcome: None,
             divergence: None,
             device_lost: None,
+            memory: Vec::new(),
         }
     }
 
@@ -59,6 +61,7 @@ impl RunMetrics {
                 }
             }
             TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
+            TrainEvent::Memory(report) => self.memory.push(report.clone()),
             TrainEvent::Checkpoint(_) => {}
             // The steps after the checkpoint are taken again, on the CPU.
             TrainEvent::DeviceLost {

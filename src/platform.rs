@@ -32,3 +32,28 @@ pub async fn sleep_ms(ms: u32) {
 pub async fn sleep_ms(ms: u32) {
     std::thread::sleep(std::time::Duration::from_millis(ms.into()));
 }
+
+/// What [`process_memory_bytes`] measures, for the user.
+#[cfg(not(target_arch = "wasm32"))]
+pub const PROCESS_MEMORY: &str = "RSS";
+#[cfg(target_arch = "wasm32")]
+pub const PROCESS_MEMORY: &str = "wasm";
+
+/// The process's resident memory, from /proc (Linux).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn process_memory_bytes() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // Every Linux target we build for has 4 KiB pages but for some ARM64 kernels; /proc gives
+    // no page size, and these figures compare epochs of one process.
+    Some(pages * 4096)
+}
+
+/// The wasm module's linear memory: it only grows, so it bounds what the page's Rust holds.
+#[cfg(target_arch = "wasm32")]
+pub fn process_memory_bytes() -> Option<u64> {
+    use wasm_bindgen::JsCast;
+    let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().dyn_into().ok()?;
+    let buffer: js_sys::ArrayBuffer = memory.buffer().dyn_into().ok()?;
+    Some(buffer.byte_length() as u64)
+}

@@ -78,6 +78,29 @@ pub struct EpochReport {
     pub total: usize,
 }
 
+/// What the run holds after an epoch: a long run's figures stay flat unless something leaks.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MemoryReport {
+    pub epoch: usize,
+    /// Resident memory natively; the wasm module's linear memory in the browser.
+    pub process_bytes: Option<u64>,
+    /// What burn's allocator reserves on the device (GPU backends only).
+    pub device_reserved_bytes: Option<u64>,
+    pub device_in_use_bytes: Option<u64>,
+}
+
+impl MemoryReport {
+    fn sample(epoch: usize, device: &Device) -> Self {
+        let pool = device.memory_pool_usage();
+        Self {
+            epoch,
+            process_bytes: platform::process_memory_bytes(),
+            device_reserved_bytes: pool.as_ref().map(|p| p.bytes_reserved),
+            device_in_use_bytes: pool.as_ref().map(|p| p.bytes_in_use),
+        }
+    }
+}
+
 /// The loss became NaN or infinite; the run stopped there.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Divergence {
@@ -99,6 +122,8 @@ pub enum Outcome {
 pub enum TrainEvent {
     Step(StepReport),
     Epoch(EpochReport),
+    /// After each epoch's evaluation.
+    Memory(MemoryReport),
     /// Taken whenever the loss is logged and after each epoch's evaluation.
     Checkpoint(Arc<Checkpoint>),
     /// The GPU was lost; the run goes on on the CPU backend from the last checkpoint.
@@ -385,6 +410,7 @@ async fn run_on(
         on_event(TrainEvent::Epoch(
             evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?,
         ));
+        on_event(TrainEvent::Memory(MemoryReport::sample(epoch, device)));
         position.epoch += 1;
         position.batch = 0;
         let next_order = epoch_order(epoch_len, config.seed, position.epoch);
@@ -480,6 +506,25 @@ impl fmt::Display for EpochReport {
             self.total,
             self.accuracy()
         )
+    }
+}
+
+/// "wasm 84.2 MB · GPU 12.3 MB", "RSS 312.0 MB": what the page and the soak benchmark show.
+impl fmt::Display for MemoryReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let megabytes = |bytes: u64| bytes as f64 / 1e6;
+        let mut parts = Vec::new();
+        if let Some(bytes) = self.process_bytes {
+            let process = platform::PROCESS_MEMORY;
+            parts.push(format!("{process} {:.1} MB", megabytes(bytes)));
+        }
+        if let Some(bytes) = self.device_reserved_bytes {
+            parts.push(format!("GPU {:.1} MB", megabytes(bytes)));
+        }
+        match parts.is_empty() {
+            true => f.write_str("unknown"),
+            false => f.write_str(&parts.join(" · ")),
+        }
     }
 }
 

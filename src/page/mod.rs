@@ -412,6 +412,18 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
             draw("accuracy-chart", metrics, chart::draw_accuracy);
         }
+        TrainEvent::Memory(report) => {
+            set_text("memory", &report.to_string());
+            // Exact figures for the soak benchmark (bench/soak.mjs).
+            let figures = by_id::<HtmlElement>("memory").dataset();
+            let _ = figures.set("epoch", &report.epoch.to_string());
+            for (key, bytes) in [
+                ("processBytes", report.process_bytes),
+                ("deviceBytes", report.device_reserved_bytes),
+            ] {
+                let _ = figures.set(key, &bytes.map(|b| b.to_string()).unwrap_or_default());
+            }
+        }
         TrainEvent::Checkpoint(_) => {}
         TrainEvent::DeviceLost {
             reason,
