@@ -158,6 +158,32 @@ pub async fn read_weights(model: &Net) -> Result<BTreeMap<String, TensorData>, C
     Ok(weights)
 }
 
+/// A model of `config`'s kind on `device` with `weights`, each checked against it.
+pub fn model_from_weights(
+    config: &TrainConfig,
+    weights: &BTreeMap<String, TensorData>,
+    device: &Device,
+) -> Result<Net, CheckpointError> {
+    let mut assign = AssignWeights {
+        weights,
+        device,
+        path: Vec::new(),
+        used: Vec::new(),
+        error: None,
+    };
+    let model = NetConfig::from(config.model)
+        .init(device, config.seed)
+        .map(&mut assign);
+    if let Some(error) = assign.error {
+        return Err(error);
+    }
+    let used = assign.used;
+    match weights.keys().find(|name| !used.contains(name)) {
+        Some(name) => Err(CheckpointError::Unexpected(format!("{WEIGHTS}{name}"))),
+        None => Ok(model),
+    }
+}
+
 impl Checkpoint {
     /// Reads the run's state back from the device.
     pub async fn capture(
@@ -188,24 +214,7 @@ impl Checkpoint {
     /// The model and optimizer on `device`, as they were; every tensor checked against the
     /// model the settings name.
     pub fn restore(&self, device: &Device) -> Result<(Net, Optimizer), CheckpointError> {
-        let mut assign = AssignWeights {
-            weights: &self.weights,
-            device,
-            path: Vec::new(),
-            used: Vec::new(),
-            error: None,
-        };
-        let model = NetConfig::from(self.config.model)
-            .init(device, self.config.seed)
-            .map(&mut assign);
-        if let Some(error) = assign.error {
-            return Err(error);
-        }
-        let used = assign.used;
-        if let Some(name) = self.weights.keys().find(|name| !used.contains(name)) {
-            return Err(CheckpointError::Unexpected(format!("{WEIGHTS}{name}")));
-        }
-
+        let model = model_from_weights(&self.config, &self.weights, device)?;
         let mut optimizer = Optimizer::new(&self.config);
         optimizer.steps = self.optimizer_steps;
         let per_param = Optimizer::buffers_per_param(&self.config);

@@ -7,7 +7,8 @@ use burn::prelude::*;
 use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
 use thiserror::Error;
 
-use crate::config::ModelKind;
+use crate::checkpoint::{CheckpointError, model_from_weights, read_weights};
+use crate::config::{ModelKind, TrainConfig};
 use crate::model::{Net, NetConfig};
 
 /// A lenet's weights take 1.7 MB; a file this large is not a LeNet's, and is not read.
@@ -43,6 +44,18 @@ pub fn to_safetensors(model: &Net) -> Result<Vec<u8>, WeightsError> {
     store
         .get_bytes()
         .map_err(|e| WeightsError::Save(one_line(e)))
+}
+
+/// Like [`to_safetensors`], for a model on any device: its parameters are read back without
+/// blocking (WebGPU cannot block) into a copy on the CPU backend, which is then written.
+pub async fn to_safetensors_async(model: &Net, kind: ModelKind) -> Result<Vec<u8>, WeightsError> {
+    let save = |e: CheckpointError| WeightsError::Save(e.to_string());
+    let weights = read_weights(model).await.map_err(save)?;
+    let config = TrainConfig {
+        model: kind,
+        ..TrainConfig::default()
+    };
+    to_safetensors(&model_from_weights(&config, &weights, &Device::flex()).map_err(save)?)
 }
 
 /// A `model` on `device` with the weights of a `.safetensors` file: every parameter present
@@ -101,6 +114,16 @@ mod tests {
                 "{kind}"
             );
         }
+    }
+
+    #[test]
+    fn the_async_export_writes_what_the_sync_one_does() {
+        let net = NetConfig::from(ModelKind::LenetSmall).init(&Device::flex(), 3);
+        let bytes = pollster::block_on(to_safetensors_async(&net, ModelKind::LenetSmall));
+        assert_eq!(
+            tensors(&bytes.unwrap()),
+            tensors(&to_safetensors(&net).unwrap())
+        );
     }
 
     #[test]

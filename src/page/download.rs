@@ -1,15 +1,22 @@
-//! Getting MNIST into the page: downloaded from the page's own origin, or the user's files.
+//! Files in and out of the page: MNIST downloaded from the page's own origin or the user's
+//! files, and the trained weights saved as a download.
 
 use js_sys::{Reflect, Uint8Array};
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{File, HtmlInputElement, ReadableStreamDefaultReader, Response};
+use web_sys::{
+    Blob, BlobPropertyBag, File, HtmlAnchorElement, HtmlInputElement, ReadableStreamDefaultReader,
+    Response, Url,
+};
 
 use super::PageError;
 use super::dom::{by_id, js_error};
+use crate::config::ModelKind;
 use crate::data::{
     MAX_IDX_BYTES, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS,
 };
+use crate::model::Net;
+use crate::weights::to_safetensors_async;
 
 /// The four files in the order they are fetched, each with the id of its file input.
 const FILES: [(&str, &str); 4] = [
@@ -135,4 +142,26 @@ pub async fn from_inputs() -> Result<Mnist, PageError> {
         files.push((label, bytes));
     }
     split(&files)
+}
+
+/// Offers the model's weights as `webtrain-<model>.safetensors` (PyTorch's names and layouts);
+/// returns what the page says about it.
+pub async fn save_weights(model: &Net, kind: ModelKind) -> Result<String, PageError> {
+    let bytes = to_safetensors_async(model, kind).await?;
+    let refused = |e: JsValue| PageError::Save(js_error(e));
+    let parts = js_sys::Array::of1(&Uint8Array::from(bytes.as_slice()));
+    let options = BlobPropertyBag::new();
+    options.set_type("application/octet-stream");
+    let blob = Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(refused)?;
+    let url = Url::create_object_url_with_blob(&blob).map_err(refused)?;
+    let name = format!("webtrain-{kind}.safetensors");
+    let link: HtmlAnchorElement = super::dom::document()
+        .create_element("a")
+        .map_err(refused)?
+        .unchecked_into();
+    link.set_href(&url);
+    link.set_download(&name);
+    link.click();
+    let _ = Url::revoke_object_url(&url);
+    Ok(format!("Saved {name} ({:.1} MB)", bytes.len() as f64 / 1e6))
 }

@@ -14,10 +14,11 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{HtmlButtonElement, HtmlElement, HtmlProgressElement, UrlSearchParams};
 
 use crate::chart;
-use crate::config::{ConfigError, TrainConfig};
+use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::{DataError, Mnist};
 use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
 use crate::metrics::RunMetrics;
+use crate::model::Net;
 use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, train};
 use dom::{by_id, set_text};
 
@@ -53,6 +54,10 @@ pub enum PageError {
     TooLarge { file: String },
     #[error("choose all four files: {0} is missing")]
     MissingFile(&'static str),
+    #[error(transparent)]
+    Weights(#[from] crate::weights::WeightsError),
+    #[error("the browser refused the download: {0}")]
+    Save(String),
 }
 
 /// The body's `data-state`, which tests and scripts wait on.
@@ -89,6 +94,8 @@ struct Session {
     device: Option<(BackendChoice, TrainDevice)>,
     data: Option<Rc<Mnist>>,
     control: Option<TrainControl>,
+    /// The last run's model, whichever way it ended: a diverged run's last finite weights.
+    model: Option<Rc<(Net, ModelKind)>>,
 }
 
 type Shared = Rc<RefCell<Session>>;
@@ -183,11 +190,18 @@ fn prefill_from_query() {
     let search = search();
     for (name, value) in query_pairs(&search) {
         match name.as_str() {
+            // A select cannot hold an unknown backend: the form keeps its own.
+            "backend" if value.parse::<BackendChoice>().is_err() => {}
             "backend" => dom::set_value("backend-choice", &value),
             _ => dom::set_value(&name.replace('_', "-"), &value),
         }
     }
-    if let Err(error) = settings_from_query(&search) {
+    show_query_error();
+}
+
+/// What is wrong with the link the page was opened with, if anything.
+fn show_query_error() {
+    if let Err(error) = settings_from_query(&search()) {
         show_error(&error.to_string());
     }
 }
@@ -311,7 +325,9 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     })
     .await?;
     use_data(session, data);
-    let _ = validate_form();
+    if validate_form().is_ok() {
+        show_query_error();
+    }
     set_state(State::Ready);
     Ok(())
 }
@@ -355,6 +371,21 @@ fn wire_controls(session: &Shared) {
         if let Some(control) = &s.borrow().control {
             control.stop();
         }
+    });
+    let s = session.clone();
+    dom::on("download-weights", "click", move |_| {
+        let model = s.borrow().model.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let Some(model) = model else { return };
+            set_text("weights-status", "Reading the weights…");
+            match download::save_weights(&model.0, model.1).await {
+                Ok(message) => set_text("weights-status", &message),
+                Err(error) => {
+                    set_text("weights-status", "");
+                    show_error(&error.to_string());
+                }
+            }
+        });
     });
     dom::on("copy-link", "click", |_| {
         wasm_bindgen_futures::spawn_local(async {
@@ -480,6 +511,8 @@ async fn run(session: &Shared) -> Result<(), PageError> {
         set_text("backend", "CPU — the GPU was lost");
         session.borrow_mut().device = Some((choice, cpu));
     }
+    session.borrow_mut().model = Some(Rc::new((trained.model, config.model)));
+    by_id::<HtmlButtonElement>("download-weights").set_disabled(false);
     set_state(match trained.outcome {
         Outcome::Completed => State::Done,
         Outcome::Stopped => State::Stopped,

@@ -4,11 +4,14 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 
 const root = new URL('../../', import.meta.url);
 const base = process.env.WEBTRAIN_URL ?? 'http://127.0.0.1:8080';
 const screenshots = new URL('target/e2e/', root);
+// The CLI `cargo test` built: it evaluates the weights the page saves.
+const cli = process.env.WEBTRAIN_CLI;
 const flags = JSON.parse(readFileSync(new URL('webdriver.json', root)))['goog:chromeOptions'].args
   .filter((flag) => !flag.startsWith('--headless'));
 
@@ -62,6 +65,18 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     assert.ok((await pixels(page, 'loss-chart', LOSS)) > 10, 'the training loss is drawn');
     assert.ok((await pixels(page, 'accuracy-chart', ACCURACY)) > 20, 'the test accuracy is drawn');
     assert.equal(await page.$eval('#progress', (p) => p.value), 1);
+    // The weights download, under PyTorch's names: the CLI evaluates them to the page's count.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
+    assert.equal(download.suggestedFilename(), 'webtrain-lenet.safetensors');
+    const saved = new URL(`weights-${backend}.safetensors`, screenshots).pathname;
+    await download.saveAs(saved);
+    assert.match(await page.textContent('#weights-status'), /^Saved webtrain-lenet\.safetensors \(1\.7 MB\)$/);
+    const pageCorrect = Number(log.match(/Accuracy: (\d+)\/500/)[1]);
+    const evaluated = execFileSync(cli, ['eval', '--weights', saved, '--model', 'lenet', '--test-limit', '500',
+      '--backend', 'cpu'], { cwd: root.pathname, encoding: 'utf8' });
+    const cliCorrect = Number(evaluated.match(/Accuracy: (\d+)\/500/)[1]);
+    // A GPU's float sums may tip an image or two the other way on the CPU.
+    assert.ok(Math.abs(cliCorrect - pageCorrect) <= 2, `page ${pageCorrect}/500, CLI ${cliCorrect}/500`);
     // Start wrote the run's settings back into the URL.
     const url = new URL(page.url());
     assert.equal(url.searchParams.get('lr'), '0.05');
@@ -87,6 +102,20 @@ test('a bad value in the link is shown, not trained with', async () => {
   const page = await open('?lr=fast&epochs=1');
   assert.match(await page.textContent('#error'), /learning rate must be a number, got 'fast'/);
   await page.close();
+});
+
+test('bad values in a link are shown in #error, as text', async () => {
+  for (const [query, expected] of [
+    ['?backend=tpu', /unknown backend 'tpu'/],
+    ['?epochs=1e9', /epochs must be a whole number, got '1e9'/],
+    ['?batch_size=100000', /batch size must be at most 8192/],
+    ['?model=%3Cimg%20src%3Dx%3E', /unknown model '<img src=x>'/],
+  ]) {
+    const page = await open(query);
+    assert.match(await page.textContent('#error'), expected, query);
+    assert.equal(await page.$$eval('#error *', (e) => e.length), 0, 'the value is shown as text');
+    await page.close();
+  }
 });
 
 test('pause holds the run, resume continues it, stop ends it', async () => {
