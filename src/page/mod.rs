@@ -189,11 +189,15 @@ pub fn settings_from_query(search: &str) -> Result<(TrainConfig, BackendChoice),
 fn prefill_from_query() {
     let search = search();
     for (name, value) in query_pairs(&search) {
-        match name.as_str() {
-            // A select cannot hold an unknown backend: the form keeps its own.
-            "backend" if value.parse::<BackendChoice>().is_err() => {}
-            "backend" => dom::set_value("backend-choice", &value),
-            _ => dom::set_value(&name.replace('_', "-"), &value),
+        let id = match name.as_str() {
+            "backend" => "backend-choice".to_string(),
+            _ => name.replace('_', "-"),
+        };
+        let before = dom::value(&id);
+        dom::set_value(&id, &value);
+        // A select refuses a value that is none of its options: it keeps its own then.
+        if dom::value(&id) != value {
+            dom::set_value(&id, &before);
         }
     }
     show_query_error();
