@@ -10,6 +10,7 @@ use crate::metrics::RunMetrics;
 const SIZE: (u32, u32) = (960, 400);
 const LOSS_COLOR: RGBColor = RGBColor(31, 119, 180);
 const ACCURACY_COLOR: RGBColor = RGBColor(214, 39, 40);
+const LR_CHANGE_COLOR: RGBColor = RGBColor(44, 160, 44);
 
 pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 /// One of the charts, drawn on any plotters backend: SVG natively, a canvas in the page.
@@ -42,6 +43,19 @@ pub fn draw_loss<DB: DrawingBackend>(
     chart.draw_series(LineSeries::new(points(), LOSS_COLOR.stroke_width(2)))?;
     // Markers too: a run with one log point so far has no line yet.
     chart.draw_series(points().map(|p| Circle::new(p, 3, LOSS_COLOR.filled())))?;
+    // Each change of the learning rate: a vertical line at its first step, labelled.
+    let top = max_loss * 1.05;
+    for change in &metrics.lr_changes {
+        chart.draw_series(LineSeries::new(
+            [(change.step, 0.0), (change.step, top)],
+            LR_CHANGE_COLOR.stroke_width(2),
+        ))?;
+        chart.draw_series([Text::new(
+            format!("lr {}", change.lr),
+            (change.step, top * 0.95),
+            ("sans-serif", 14).into_font().color(&LR_CHANGE_COLOR),
+        )])?;
+    }
     Ok(())
 }
 
@@ -130,5 +144,12 @@ mod tests {
         assert!(svg.contains("Training loss") && svg.contains("Test accuracy"));
         assert!(svg.contains("<polyline"), "a loss line is drawn");
         assert!(svg.contains("<circle"), "an accuracy point is drawn");
+        assert!(!svg.contains("lr 0.05"));
+        metrics.lr_changes = vec![crate::metrics::LrChange {
+            step: 250,
+            lr: 0.05,
+        }];
+        let svg = render_svg(&metrics).unwrap();
+        assert!(svg.contains("lr 0.05"), "the change is labelled");
     }
 }

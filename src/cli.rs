@@ -350,6 +350,9 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
             }
             TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
             TrainEvent::Memory(_) => {}
+            TrainEvent::LrChanged { step, lr } => {
+                print(format!("Learning rate {lr} from step {step}"))
+            }
             TrainEvent::Checkpoint(checkpoint) => {
                 if let Err(error) = write_atomically(&checkpoint_path, &checkpoint.to_bytes()) {
                     checkpoint_error.get_or_insert(error);

@@ -14,6 +14,13 @@ pub struct LossPoint {
     pub loss: f32,
 }
 
+/// The learning rate changed while the run went, from `step` on.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LrChange {
+    pub step: usize,
+    pub lr: f64,
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct RunMetrics {
     pub config: TrainConfig,
@@ -29,6 +36,7 @@ pub struct RunMetrics {
     /// Why the GPU was lost, when the run went on on the CPU backend.
     pub device_lost: Option<String>,
     pub memory: Vec<MemoryReport>,
+    pub lr_changes: Vec<LrChange>,
 }
 
 impl RunMetrics {
@@ -44,6 +52,7 @@ impl RunMetrics {
             divergence: None,
             device_lost: None,
             memory: Vec::new(),
+            lr_changes: Vec::new(),
         }
     }
 
@@ -62,6 +71,10 @@ impl RunMetrics {
             }
             TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
             TrainEvent::Memory(report) => self.memory.push(report.clone()),
+            TrainEvent::LrChanged { step, lr } => self.lr_changes.push(LrChange {
+                step: *step,
+                lr: *lr,
+            }),
             TrainEvent::Checkpoint(_) => {}
             // The steps after the checkpoint are taken again, on the CPU.
             TrainEvent::DeviceLost {
@@ -69,6 +82,8 @@ impl RunMetrics {
                 resumed_at_step,
             } => {
                 self.losses.retain(|point| point.step <= *resumed_at_step);
+                self.lr_changes
+                    .retain(|change| change.step <= *resumed_at_step);
                 self.device_lost = Some(reason.clone());
             }
             TrainEvent::Diverged(divergence) => {

@@ -2,7 +2,7 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use burn::module::{ModuleMapper, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
@@ -124,6 +124,11 @@ pub enum TrainEvent {
     Epoch(EpochReport),
     /// After each epoch's evaluation.
     Memory(MemoryReport),
+    /// The learning rate changed (through [`TrainControl::set_lr`]) from this step on.
+    LrChanged {
+        step: usize,
+        lr: f64,
+    },
     /// Taken whenever the loss is logged and after each epoch's evaluation.
     Checkpoint(Arc<Checkpoint>),
     /// The GPU was lost; the run goes on on the CPU backend from the last checkpoint.
@@ -138,9 +143,14 @@ pub enum TrainEvent {
     },
 }
 
-/// Pause, resume and stop a run from outside it; the loop looks at it between steps.
+/// Pause, resume and stop a run, or change its learning rate, from outside it; the loop looks
+/// at it between steps.
 #[derive(Clone, Debug, Default)]
-pub struct TrainControl(Arc<AtomicU8>);
+pub struct TrainControl {
+    state: Arc<AtomicU8>,
+    /// A new learning rate's bits, 0 when none is waiting.
+    lr: Arc<AtomicU64>,
+}
 
 const RUNNING: u8 = 0;
 const PAUSED: u8 = 1;
@@ -149,28 +159,46 @@ const STOPPED: u8 = 2;
 impl TrainControl {
     pub fn pause(&self) {
         let _ = self
-            .0
+            .state
             .compare_exchange(RUNNING, PAUSED, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     pub fn resume(&self) {
         let _ = self
-            .0
+            .state
             .compare_exchange(PAUSED, RUNNING, Ordering::SeqCst, Ordering::SeqCst);
     }
 
     pub fn stop(&self) {
-        self.0.store(STOPPED, Ordering::SeqCst);
+        self.state.store(STOPPED, Ordering::SeqCst);
     }
 
     pub fn is_paused(&self) -> bool {
-        self.0.load(Ordering::SeqCst) == PAUSED
+        self.state.load(Ordering::SeqCst) == PAUSED
+    }
+
+    /// The run's learning rate from its next step on.
+    pub fn set_lr(&self, lr: f64) -> Result<(), ConfigError> {
+        TrainConfig {
+            lr,
+            ..TrainConfig::default()
+        }
+        .validate()?;
+        self.lr.store(lr.to_bits(), Ordering::SeqCst);
+        Ok(())
+    }
+
+    fn take_lr(&self) -> Option<f64> {
+        match self.lr.swap(0, Ordering::SeqCst) {
+            0 => None,
+            bits => Some(f64::from_bits(bits)),
+        }
     }
 
     /// Waits while paused; false once the run should stop.
     async fn proceed(&self) -> bool {
         loop {
-            match self.0.load(Ordering::SeqCst) {
+            match self.state.load(Ordering::SeqCst) {
                 RUNNING => return true,
                 PAUSED => platform::sleep_ms(PAUSE_POLL_MS).await,
                 _ => return false,
@@ -302,7 +330,18 @@ async fn run(
             optimizer,
             position: last.position,
         };
-        attempt = run_on(start, config, data, &cpu, control, &mut on_event, &mut last).await;
+        // The checkpoint's settings: the learning rate may have changed since the start.
+        let config = last.config.clone();
+        attempt = run_on(
+            start,
+            &config,
+            data,
+            &cpu,
+            control,
+            &mut on_event,
+            &mut last,
+        )
+        .await;
     }
     attempt
 }
@@ -329,6 +368,8 @@ async fn run_on(
     let test_batcher = MnistBatcher::new(device.clone());
 
     let batches_per_epoch = epoch_len.div_ceil(config.batch_size);
+    // The settings as they stand: the learning rate may change while the run goes.
+    let mut config = config.clone();
     let mut position = start.position;
     let mut training_time = Duration::from_secs_f64(position.training_secs);
     let rate = |samples: usize, time: Duration| samples as f64 / time.as_secs_f64().max(1e-9);
@@ -346,6 +387,13 @@ async fn run_on(
                 return Ok(Trained {
                     model,
                     outcome: Outcome::Stopped,
+                });
+            }
+            if let Some(lr) = control.take_lr() {
+                config.lr = lr;
+                on_event(TrainEvent::LrChanged {
+                    step: position.step + 1,
+                    lr,
                 });
             }
             let started = Instant::now();
@@ -403,7 +451,7 @@ async fn run_on(
             position.training_secs = training_time.as_secs_f64();
             // The epoch's last batch is followed by its evaluation, and a checkpoint after it.
             if logged && position.batch < batches_per_epoch {
-                *last = Checkpoint::capture(config, position, &order, &model, &optim).await?;
+                *last = Checkpoint::capture(&config, position, &order, &model, &optim).await?;
                 on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
             }
         }
@@ -414,7 +462,7 @@ async fn run_on(
         position.epoch += 1;
         position.batch = 0;
         let next_order = epoch_order(epoch_len, config.seed, position.epoch);
-        *last = Checkpoint::capture(config, position, &next_order, &model, &optim).await?;
+        *last = Checkpoint::capture(&config, position, &next_order, &model, &optim).await?;
         on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
     }
     on_event(TrainEvent::Done {

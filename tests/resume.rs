@@ -199,3 +199,48 @@ fn a_checkpoint_that_does_not_fit_the_data_is_refused() {
         assert!(error.to_string().contains(expected), "{error}");
     }
 }
+
+#[test]
+fn a_learning_rate_changed_mid_run_applies_from_the_next_step_and_is_checkpointed() {
+    let config = TrainConfig {
+        log_interval: 1,
+        ..config(OptimizerKind::Sgd)
+    };
+    let full = full_run(&config);
+    let control = TrainControl::default();
+    assert!(control.set_lr(f64::NAN).is_err());
+    assert!(control.set_lr(-1.0).is_err());
+    let mut changed = Record::default();
+    let mut changes = Vec::new();
+    pollster::block_on(train(
+        &config,
+        &common::mnist(),
+        &Device::flex(),
+        &control,
+        |event| {
+            match &event {
+                TrainEvent::Step(step) if step.step == 3 => control.set_lr(0.2).unwrap(),
+                TrainEvent::LrChanged { step, lr } => changes.push((*step, *lr)),
+                _ => {}
+            }
+            changed.event(event);
+        },
+    ))
+    .unwrap();
+    assert_eq!(changes, [(4, 0.2)]);
+    // The loss of step s is taken before its update: step 5's is the first the new rate moves.
+    assert_eq!(changed.losses[..4], full.losses[..4]);
+    assert_ne!(changed.losses[4], full.losses[4]);
+    let after: Vec<_> = changed
+        .checkpoints
+        .iter()
+        .filter(|c| c.position.step >= 4)
+        .collect();
+    assert!(after.iter().all(|c| c.config.lr == 0.2));
+    // Resuming after the change goes on at the new rate, as the run did.
+    let checkpoint = after[2].as_ref();
+    let (resumed, _) = resumed_run(checkpoint).unwrap();
+    let step = checkpoint.position.step;
+    let expected: Vec<_> = changed.losses.iter().filter(|(s, _)| *s > step).collect();
+    assert_eq!(resumed.losses.iter().collect::<Vec<_>>(), expected);
+}

@@ -124,6 +124,7 @@ fn set_state(state: State) {
     by_id::<HtmlButtonElement>("start").set_disabled(!ready);
     by_id::<HtmlButtonElement>("pause").set_disabled(!training);
     by_id::<HtmlButtonElement>("stop").set_disabled(!training);
+    by_id::<HtmlButtonElement>("apply-lr").set_disabled(!training);
     by_id::<HtmlButtonElement>("use-files").set_disabled(training);
     set_text(
         "pause",
@@ -377,6 +378,18 @@ fn wire_controls(session: &Shared) {
         }
     });
     let s = session.clone();
+    dom::on("apply-lr", "click", move |_| {
+        if let Some(control) = &s.borrow().control {
+            let mut lr = TrainConfig::default();
+            let applied = lr
+                .set("lr", &dom::value("lr"))
+                .and_then(|_| control.set_lr(lr.lr));
+            if let Err(error) = applied {
+                show_error(&error.to_string());
+            }
+        }
+    });
+    let s = session.clone();
     dom::on("download-weights", "click", move |_| {
         let model = s.borrow().model.clone();
         wasm_bindgen_futures::spawn_local(async move {
@@ -446,6 +459,10 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
             log(&report.to_string());
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
             draw("accuracy-chart", metrics, chart::draw_accuracy);
+        }
+        TrainEvent::LrChanged { step, lr } => {
+            log(&format!("Learning rate {lr} from step {step}"));
+            draw("loss-chart", metrics, chart::draw_loss);
         }
         TrainEvent::Memory(report) => {
             set_text("memory", &report.to_string());

@@ -43,6 +43,7 @@ const pixels = (page, id, rgb) => page.$eval(`#${id}`, (canvas, [r, g, b]) => {
 // The series colours of src/chart.rs.
 const LOSS = [31, 119, 180];
 const ACCURACY = [214, 39, 40];
+const LR_CHANGE = [44, 160, 44];
 
 for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) {
   test(`trains lenet from a shared link (${backend})`, { timeout: 900_000 }, async () => {
@@ -101,6 +102,22 @@ test('an invalid learning rate shows an error and does not start', async () => {
 test('a bad value in the link is shown, not trained with', async () => {
   const page = await open('?lr=fast&epochs=1');
   assert.match(await page.textContent('#error'), /learning rate must be a number, got 'fast'/);
+  await page.close();
+});
+
+test('the learning rate changes mid-run from the next step, marked on the chart', async () => {
+  const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&backend=cpu');
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 3);
+  assert.equal(await pixels(page, 'loss-chart', LR_CHANGE), 0);
+  await page.fill('#lr', '0.03');
+  await page.click('#apply-lr');
+  await page.waitForFunction(() => /Learning rate 0\.03 from step \d+/.test(document.querySelector('#log').textContent));
+  const [, step] = (await page.textContent('#log')).match(/Learning rate 0\.03 from step (\d+)/);
+  assert.ok(Number(step) >= 4, `from step ${step}`);
+  assert.ok((await pixels(page, 'loss-chart', LR_CHANGE)) > 20, 'the change is marked on the loss chart');
+  await page.click('#stop');
+  await page.waitForSelector('body[data-state="stopped"]');
   await page.close();
 });
 
