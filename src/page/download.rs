@@ -15,8 +15,6 @@ use crate::config::ModelKind;
 use crate::data::{
     MAX_IDX_BYTES, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS,
 };
-use crate::model::Net;
-use crate::weights::to_safetensors_async;
 
 /// The four files in the order they are fetched, each with the id of its file input.
 const FILES: [(&str, &str); 4] = [
@@ -88,6 +86,7 @@ async fn fetch_bytes(
         if (start + value.length() as usize) as u64 > MAX_IDX_BYTES {
             return Err(PageError::TooLarge {
                 file: file.to_string(),
+                limit: MAX_IDX_BYTES as usize,
             });
         }
         bytes.resize(start + value.length() as usize, 0);
@@ -116,9 +115,13 @@ pub async fn download(on_progress: impl Fn(f64, &str)) -> Result<Mnist, PageErro
     split(&files)
 }
 
-async fn read_file(name: &str, file: File) -> Result<Vec<u8>, PageError> {
-    if file.size() > MAX_IDX_BYTES as f64 {
-        return Err(PageError::TooLarge { file: file.name() });
+/// A file the user chose, read into memory unless it is larger than `limit` bytes.
+pub async fn read_file(name: &str, file: File, limit: usize) -> Result<Vec<u8>, PageError> {
+    if file.size() > limit as f64 {
+        return Err(PageError::TooLarge {
+            file: file.name(),
+            limit,
+        });
     }
     let buffer = JsFuture::from(file.array_buffer())
         .await
@@ -138,18 +141,16 @@ pub async fn from_inputs() -> Result<Mnist, PageError> {
             .and_then(|list| list.get(0))
             .ok_or(PageError::MissingFile(name))?;
         let label = file.name();
-        let bytes = read_file(&label, file).await?;
+        let bytes = read_file(&label, file, MAX_IDX_BYTES as usize).await?;
         files.push((label, bytes));
     }
     split(&files)
 }
 
-/// Offers the model's weights as `webtrain-<model>.safetensors` (PyTorch's names and layouts);
-/// returns what the page says about it.
-pub async fn save_weights(model: &Net, kind: ModelKind) -> Result<String, PageError> {
-    let bytes = to_safetensors_async(model, kind).await?;
+/// Offers weights as `webtrain-<model>.safetensors`; returns what the page says about it.
+pub fn save_weights(weights: &[u8], kind: ModelKind) -> Result<String, PageError> {
     let refused = |e: JsValue| PageError::Save(js_error(e));
-    let parts = js_sys::Array::of1(&Uint8Array::from(bytes.as_slice()));
+    let parts = js_sys::Array::of1(&Uint8Array::from(weights));
     let options = BlobPropertyBag::new();
     options.set_type("application/octet-stream");
     let blob = Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(refused)?;
@@ -163,5 +164,5 @@ pub async fn save_weights(model: &Net, kind: ModelKind) -> Result<String, PageEr
     link.set_download(&name);
     link.click();
     let _ = Url::revoke_object_url(&url);
-    Ok(format!("Saved {name} ({:.1} MB)", bytes.len() as f64 / 1e6))
+    Ok(format!("Saved {name} ({:.1} MB)", weights.len() as f64 / 1e6))
 }

@@ -1,7 +1,9 @@
 //! The browser page: a form, controls, live charts and a log around the shared training loop.
 
+mod current;
 mod dom;
 mod download;
+mod storage;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -11,15 +13,17 @@ use plotters_canvas::CanvasBackend;
 use thiserror::Error;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{HtmlButtonElement, HtmlElement, HtmlProgressElement, UrlSearchParams};
+use web_sys::{
+    HtmlButtonElement, HtmlElement, HtmlInputElement, HtmlProgressElement, UrlSearchParams,
+};
 
 use crate::chart;
 use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::{DataError, Mnist};
 use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
 use crate::metrics::RunMetrics;
-use crate::model::Net;
-use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, train};
+use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, train, train_from};
+use crate::weights::to_safetensors_async;
 use dom::{by_id, set_text};
 
 /// Ids of the form's fields; the setting of each is its id with `_` for `-`.
@@ -50,14 +54,20 @@ pub enum PageError {
     Train(#[from] TrainError),
     #[error("{file}: download failed: {message}")]
     Download { file: String, message: String },
-    #[error("{file}: larger than any MNIST file can be")]
-    TooLarge { file: String },
+    #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
+    TooLarge { file: String, limit: usize },
     #[error("choose all four files: {0} is missing")]
     MissingFile(&'static str),
     #[error(transparent)]
     Weights(#[from] crate::weights::WeightsError),
     #[error("the browser refused the download: {0}")]
     Save(String),
+    #[error("this browser could not keep the model: {0}")]
+    Storage(String),
+    #[error("no model yet: train one, or load a weights file")]
+    NoModel,
+    #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
+    OtherModel { loaded: ModelKind, chosen: ModelKind },
 }
 
 /// The body's `data-state`, which tests and scripts wait on.
@@ -94,8 +104,8 @@ struct Session {
     device: Option<(BackendChoice, TrainDevice)>,
     data: Option<Rc<Mnist>>,
     control: Option<TrainControl>,
-    /// The last run's model, whichever way it ended: a diverged run's last finite weights.
-    model: Option<Rc<(Net, ModelKind)>>,
+    /// The last run's model (a diverged run's last finite weights), a kept or a loaded one.
+    model: Option<Rc<current::CurrentModel>>,
 }
 
 type Shared = Rc<RefCell<Session>>;
@@ -330,6 +340,9 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     })
     .await?;
     use_data(session, data);
+    if let Err(error) = current::restore(session).await {
+        set_text("model-status", &format!("The model kept in this browser is unusable: {error}"));
+    }
     if validate_form().is_ok() {
         show_query_error();
     }
@@ -391,16 +404,35 @@ fn wire_controls(session: &Shared) {
     });
     let s = session.clone();
     dom::on("download-weights", "click", move |_| {
-        let model = s.borrow().model.clone();
-        wasm_bindgen_futures::spawn_local(async move {
-            let Some(model) = model else { return };
-            set_text("weights-status", "Reading the weights…");
-            match download::save_weights(&model.0, model.1).await {
+        if let Some(model) = &s.borrow().model {
+            match download::save_weights(&model.weights, model.kind) {
                 Ok(message) => set_text("weights-status", &message),
-                Err(error) => {
-                    set_text("weights-status", "");
-                    show_error(&error.to_string());
+                Err(error) => show_error(&error.to_string()),
+            }
+        }
+    });
+    let s = session.clone();
+    dom::on("load-weights", "click", move |_| {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let loaded = match form_config() {
+                Ok(config) => current::load_file(&s, config.model).await,
+                Err(error) => Err(error.into()),
+            };
+            show_error(&loaded.err().map(|e| e.to_string()).unwrap_or_default());
+        });
+    });
+    let s = session.clone();
+    dom::on("evaluate", "click", move |_| {
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let len = form_config().ok().and_then(|c| c.test_limit).unwrap_or(usize::MAX);
+            match current::evaluate_on_test(&s, len).await {
+                Ok(report) => {
+                    log(&report.to_string());
+                    set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
                 }
+                Err(error) => show_error(&error.to_string()),
             }
         });
     });
@@ -520,11 +552,18 @@ async fn run(session: &Shared) -> Result<(), PageError> {
     let mut metrics = RunMetrics::new(config.clone(), device.to_string());
     draw("loss-chart", &metrics, chart::draw_loss);
     draw("accuracy-chart", &metrics, chart::draw_accuracy);
-    let trained = train(&config, &data, &device.device, &control, |event| {
+    let on_event = |event: TrainEvent| {
         metrics.record(&event);
         show_event(&event, &metrics, total);
-    })
-    .await?;
+    };
+    let from_model = by_id::<HtmlInputElement>("from-model").checked();
+    let trained = match from_model {
+        true => {
+            let model = current::to_train_from(session, config.model)?;
+            train_from(model, &config, &data, &device.device, &control, on_event).await?
+        }
+        false => train(&config, &data, &device.device, &control, on_event).await?,
+    };
     session.borrow_mut().control = None;
     // The lost GPU stays lost: later runs of this page train on the CPU.
     if metrics.device_lost.is_some() {
@@ -532,8 +571,13 @@ async fn run(session: &Shared) -> Result<(), PageError> {
         set_text("backend", "CPU — the GPU was lost");
         session.borrow_mut().device = Some((choice, cpu));
     }
-    session.borrow_mut().model = Some(Rc::new((trained.model, config.model)));
-    by_id::<HtmlButtonElement>("download-weights").set_disabled(false);
+    let weights = to_safetensors_async(&trained.model, config.model).await?;
+    let result = match metrics.epochs.last() {
+        Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
+        None => "not evaluated".to_string(),
+    };
+    let about = format!("{}, trained on {}: {result}", config.model, metrics.backend);
+    current::keep(session, weights, config.model, about).await?;
     set_state(match trained.outcome {
         Outcome::Completed => State::Done,
         Outcome::Stopped => State::Stopped,

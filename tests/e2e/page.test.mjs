@@ -105,6 +105,47 @@ test('a bad value in the link is shown, not trained with', async () => {
   await page.close();
 });
 
+test('the model survives a reload, loads back from its file, and trains on', { timeout: 600_000 }, async () => {
+  const query = '?epochs=1&train_limit=3000&test_limit=400&lr=0.05&model=lenet-small&backend=cpu';
+  const page = await open(query);
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  const correct = (log) => Number(log.match(/Accuracy: (\d+)\/400/g).pop().match(/(\d+)\//)[1]);
+  const trained = correct(await page.textContent('#log'));
+  assert.match(await page.textContent('#model-status'), /^Kept in this browser: lenet-small, trained on CPU/);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
+  const saved = new URL('weights-reload.safetensors', screenshots).pathname;
+  await download.saveAs(saved);
+
+  await page.reload();
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  assert.match(await page.textContent('#model-status'), /^Restored from this browser: lenet-small, trained on CPU/);
+  await page.click('#evaluate');
+  await page.waitForFunction(() => /Test set:/.test(document.querySelector('#log').textContent));
+  assert.equal(correct(await page.textContent('#log')), trained, 'the kept model scores as it did');
+
+  await page.setInputFiles('#weights-file', saved);
+  await page.click('#load-weights');
+  await page.waitForFunction(() => /from weights-reload\.safetensors/.test(document.querySelector('#model-status').textContent));
+  await page.click('#evaluate');
+  await page.waitForFunction(() => (document.querySelector('#log').textContent.match(/Test set:/g) ?? []).length === 2);
+  assert.equal(correct(await page.textContent('#log')), trained, 'the loaded file scores as the run did');
+
+  // Training on from it starts where it left off, not at ln 10.
+  await page.check('#from-model');
+  await page.click('#start');
+  await page.waitForFunction(() => /Train Epoch: 1 \[0\//.test(document.querySelector('#log').textContent));
+  const first = Number((await page.textContent('#log')).match(/Train Epoch: 1 \[0\/3000 \(0%\)\]\tLoss: ([\d.]+)/)[1]);
+  assert.ok(first < 1.0, `first loss ${first}`);
+  await page.click('#stop');
+  await page.waitForSelector('body[data-state="stopped"]');
+  // A file that is no weights is named with its problem.
+  await page.setInputFiles('#weights-file', { name: 'notes.safetensors', mimeType: 'application/octet-stream', buffer: Buffer.from('not weights') });
+  await page.click('#load-weights');
+  await page.waitForFunction(() => document.querySelector('#error').textContent.includes('these weights do not fit'));
+  await page.close();
+});
+
 test('the learning rate changes mid-run from the next step, marked on the chart', async () => {
   const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&backend=cpu');
   await page.click('#start');
