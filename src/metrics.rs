@@ -134,6 +134,7 @@ mod tests {
             test_loss: 0.5,
             correct: 9,
             total: 10,
+            confusion: [[0; crate::train::CLASSES]; crate::train::CLASSES],
         }));
         metrics.record(&TrainEvent::Done {
             outcome: Outcome::Completed,

@@ -69,6 +69,9 @@ pub struct StepReport {
     pub training_secs: f64,
 }
 
+/// The digits.
+pub const CLASSES: usize = 10;
+
 /// The test set evaluated after an epoch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EpochReport {
@@ -76,6 +79,8 @@ pub struct EpochReport {
     pub test_loss: f32,
     pub correct: usize,
     pub total: usize,
+    /// Test images by true digit (row) and predicted digit (column).
+    pub confusion: [[usize; CLASSES]; CLASSES],
 }
 
 /// What the run holds after an epoch: a long run's figures stay flat unless something leaks.
@@ -483,8 +488,8 @@ async fn read_scalar<E: Element, K: Basic>(tensor: Tensor<1, K>) -> Result<E, Tr
         .map_err(TrainError::from)
 }
 
-/// Average cross-entropy and accuracy of `model` on the first `len` samples of `split`, read
-/// back once.
+/// Average cross-entropy, accuracy and confusion matrix of `model` on the first `len` samples
+/// of `split`, read back once.
 pub async fn evaluate(
     model: &Net,
     split: &MnistSplit,
@@ -498,29 +503,31 @@ pub async fn evaluate(
     let model = model.valid();
     let loss_fn = CrossEntropyLossConfig::new().init(batcher.device());
     let indices: Vec<usize> = (0..len).collect();
-    let (mut losses, mut hits) = (Vec::new(), Vec::new());
+    let (mut losses, mut predictions) = (Vec::new(), Vec::new());
     for chunk in indices.chunks(EVAL_BATCH) {
         let MnistBatch { images, targets } = batcher.batch(split, chunk);
         let logits = model.forward(images);
-        let loss = loss_fn.forward(logits.clone(), targets.clone());
+        let loss = loss_fn.forward(logits.clone(), targets);
         losses.push(loss.mul_scalar(chunk.len() as f32));
-        hits.push(
-            logits
-                .argmax(1)
-                .reshape([chunk.len()])
-                .equal(targets)
-                .int()
-                .sum(),
-        );
+        predictions.push(logits.argmax(1).reshape([chunk.len()]));
     }
-    let (loss_sum, correct) = (Tensor::cat(losses, 0).sum(), Tensor::cat(hits, 0).sum());
-    let loss_sum: f32 = read_scalar(loss_sum).await?;
-    let correct: i64 = read_scalar(correct).await?;
+    let loss_sum: f32 = read_scalar(Tensor::cat(losses, 0).sum()).await?;
+    let predictions = Tensor::cat(predictions, 0).into_data_async().await?;
+    let predictions = predictions
+        .convert::<i64>()
+        .try_into_vec::<i64>()
+        .map_err(|e| TrainError::Readback(format!("{e:?}")))?;
+    let mut confusion = [[0; CLASSES]; CLASSES];
+    for (index, &predicted) in predictions.iter().enumerate() {
+        let row = &mut confusion[usize::from(split.label(index))];
+        row[(predicted as usize).min(CLASSES - 1)] += 1;
+    }
     Ok(EpochReport {
         epoch,
         test_loss: loss_sum / len as f32,
-        correct: correct as usize,
+        correct: (0..CLASSES).map(|digit| confusion[digit][digit]).sum(),
         total: len,
+        confusion,
     })
 }
 
@@ -614,6 +621,7 @@ mod tests {
             test_loss: 0.04123,
             correct: 9868,
             total: 10000,
+            confusion: [[0; CLASSES]; CLASSES],
         };
         assert_eq!(
             epoch.to_string(),

@@ -50,6 +50,16 @@ fn lenet_on_cpu_learns_mnist_from_4000_images() {
     assert_eq!(report.total, 1000);
     // PyTorch reaches 93-94% with these settings.
     assert!(report.accuracy() > 85.0, "{report}");
+    // The confusion matrix holds every test image once, the correct ones on its diagonal, and
+    // every digit's row as many as the test set has of that digit.
+    let cells: usize = report.confusion.iter().flatten().sum();
+    assert_eq!(cells, 1000);
+    assert_eq!((0..10).map(|d| report.confusion[d][d]).sum::<usize>(), report.correct);
+    let data = common::mnist();
+    for digit in 0..10u8 {
+        let count = (0..1000).filter(|&i| data.test.label(i) == digit).count();
+        assert_eq!(report.confusion[digit as usize].iter().sum::<usize>(), count);
+    }
     assert!(
         losses[0] > 2.0,
         "an untrained net starts near ln 10: {losses:?}"
