@@ -12,7 +12,7 @@ use thiserror::Error;
 
 /// Side of an MNIST image in pixels.
 pub const IMAGE_SIDE: usize = 28;
-const IMAGE_PIXELS: usize = IMAGE_SIDE * IMAGE_SIDE;
+pub const IMAGE_PIXELS: usize = IMAGE_SIDE * IMAGE_SIDE;
 /// Mean and standard deviation of the MNIST training pixels, as torchvision normalises them.
 pub const PIXEL_MEAN: f32 = 0.1307;
 pub const PIXEL_STD: f32 = 0.3081;
@@ -318,19 +318,29 @@ impl MnistBatcher {
 
     /// The samples at `indices` of `split`, normalised, on the batcher's device.
     pub fn batch(&self, split: &MnistSplit, indices: &[usize]) -> MnistBatch {
-        let pixels: Vec<f32> = indices
+        let pixels: Vec<u8> = indices
             .iter()
-            .flat_map(|&i| split.image(i).iter().map(|&p| self.normalised[p as usize]))
+            .flat_map(|&i| split.image(i).iter().copied())
             .collect();
         let labels: Vec<i64> = indices.iter().map(|&i| i64::from(split.label(i))).collect();
-        let n = indices.len();
         MnistBatch {
-            images: Tensor::from_data(
-                TensorData::new(pixels, [n, 1, IMAGE_SIDE, IMAGE_SIDE]),
-                &self.device,
-            ),
-            targets: Tensor::from_data(TensorData::new(labels, [n]), &self.device),
+            images: self.images(&pixels),
+            targets: Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device),
         }
+    }
+
+    /// Images of 28x28 bytes each (0 is the background, as in MNIST), normalised, as
+    /// [n, 1, 28, 28] on the batcher's device; a last partial image is left out.
+    pub fn images(&self, pixels: &[u8]) -> Tensor<4> {
+        let n = pixels.len() / IMAGE_PIXELS;
+        let values: Vec<f32> = pixels[..n * IMAGE_PIXELS]
+            .iter()
+            .map(|&p| self.normalised[p as usize])
+            .collect();
+        Tensor::from_data(
+            TensorData::new(values, [n, 1, IMAGE_SIDE, IMAGE_SIDE]),
+            &self.device,
+        )
     }
 }
 

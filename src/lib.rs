@@ -13,5 +13,6 @@ pub mod optimizer;
 #[cfg(target_arch = "wasm32")]
 pub mod page;
 pub mod platform;
+pub mod predict;
 pub mod train;
 pub mod weights;

@@ -54,11 +54,17 @@ fn lenet_on_cpu_learns_mnist_from_4000_images() {
     // every digit's row as many as the test set has of that digit.
     let cells: usize = report.confusion.iter().flatten().sum();
     assert_eq!(cells, 1000);
-    assert_eq!((0..10).map(|d| report.confusion[d][d]).sum::<usize>(), report.correct);
+    assert_eq!(
+        (0..10).map(|d| report.confusion[d][d]).sum::<usize>(),
+        report.correct
+    );
     let data = common::mnist();
     for digit in 0..10u8 {
         let count = (0..1000).filter(|&i| data.test.label(i) == digit).count();
-        assert_eq!(report.confusion[digit as usize].iter().sum::<usize>(), count);
+        assert_eq!(
+            report.confusion[digit as usize].iter().sum::<usize>(),
+            count
+        );
     }
     assert!(
         losses[0] > 2.0,

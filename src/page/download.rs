@@ -164,5 +164,8 @@ pub fn save_weights(weights: &[u8], kind: ModelKind) -> Result<String, PageError
     link.set_download(&name);
     link.click();
     let _ = Url::revoke_object_url(&url);
-    Ok(format!("Saved {name} ({:.1} MB)", weights.len() as f64 / 1e6))
+    Ok(format!(
+        "Saved {name} ({:.1} MB)",
+        weights.len() as f64 / 1e6
+    ))
 }

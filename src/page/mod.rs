@@ -3,6 +3,7 @@
 mod current;
 mod dom;
 mod download;
+mod insight;
 mod storage;
 
 use std::cell::RefCell;
@@ -67,7 +68,10 @@ pub enum PageError {
     #[error("no model yet: train one, or load a weights file")]
     NoModel,
     #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
-    OtherModel { loaded: ModelKind, chosen: ModelKind },
+    OtherModel {
+        loaded: ModelKind,
+        chosen: ModelKind,
+    },
 }
 
 /// The body's `data-state`, which tests and scripts wait on.
@@ -119,6 +123,7 @@ pub fn start() {
     let session = Shared::default();
     wire_form();
     wire_controls(&session);
+    insight::wire_drawing(&session);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&session).await {
             fail(&error.to_string());
@@ -340,8 +345,12 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     })
     .await?;
     use_data(session, data);
-    if let Err(error) = current::restore(session).await {
-        set_text("model-status", &format!("The model kept in this browser is unusable: {error}"));
+    match current::restore(session).await {
+        Ok(()) => insight::show_gallery(session).await?,
+        Err(error) => set_text(
+            "model-status",
+            &format!("The model kept in this browser is unusable: {error}"),
+        ),
     }
     if validate_form().is_ok() {
         show_query_error();
@@ -419,6 +428,10 @@ fn wire_controls(session: &Shared) {
                 Ok(config) => current::load_file(&s, config.model).await,
                 Err(error) => Err(error.into()),
             };
+            let loaded = match loaded {
+                Ok(()) => insight::show_gallery(&s).await,
+                failed => failed,
+            };
             show_error(&loaded.err().map(|e| e.to_string()).unwrap_or_default());
         });
     });
@@ -426,11 +439,18 @@ fn wire_controls(session: &Shared) {
     dom::on("evaluate", "click", move |_| {
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            let len = form_config().ok().and_then(|c| c.test_limit).unwrap_or(usize::MAX);
+            let len = form_config()
+                .ok()
+                .and_then(|c| c.test_limit)
+                .unwrap_or(usize::MAX);
             match current::evaluate_on_test(&s, len).await {
                 Ok(report) => {
                     log(&report.to_string());
                     set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
+                    insight::show_confusion(&report);
+                    if let Err(error) = insight::show_gallery(&s).await {
+                        show_error(&error.to_string());
+                    }
                 }
                 Err(error) => show_error(&error.to_string()),
             }
@@ -489,6 +509,7 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
         }
         TrainEvent::Epoch(report) => {
             log(&report.to_string());
+            insight::show_confusion(report);
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
             draw("accuracy-chart", metrics, chart::draw_accuracy);
         }
@@ -578,6 +599,7 @@ async fn run(session: &Shared) -> Result<(), PageError> {
     };
     let about = format!("{}, trained on {}: {result}", config.model, metrics.backend);
     current::keep(session, weights, config.model, about).await?;
+    insight::show_gallery(session).await?;
     set_state(match trained.outcome {
         Outcome::Completed => State::Done,
         Outcome::Stopped => State::Stopped,

@@ -66,6 +66,25 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     assert.ok((await pixels(page, 'loss-chart', LOSS)) > 10, 'the training loss is drawn');
     assert.ok((await pixels(page, 'accuracy-chart', ACCURACY)) > 20, 'the test accuracy is drawn');
     assert.equal(await page.$eval('#progress', (p) => p.value), 1);
+    // What it learned: the confusion matrix holds every test image; the gallery marks mistakes.
+    const cells = await page.$$eval('#confusion td', (tds) => tds.reduce((n, td) => n + Number(td.textContent), 0));
+    assert.equal(cells, 500, 'the confusion matrix sums to the test count');
+    const figures = await page.$$eval('#gallery figure',
+      (fs) => fs.map((f) => [f.className, f.querySelector('figcaption').textContent]));
+    assert.ok(figures.length >= 24, `${figures.length} digits in the gallery`);
+    for (const [kind, caption] of figures) assert.match(caption, kind === 'mistake' ? /^\d, is \d$/ : /^\d$/);
+    // A vertical stroke on the drawing canvas: ten probabilities that sum to 1, and a 1.
+    await page.locator('#draw').scrollIntoViewIfNeeded();
+    const pad = await page.locator('#draw').boundingBox();
+    await page.mouse.move(pad.x + 140, pad.y + 40);
+    await page.mouse.down();
+    await page.mouse.move(pad.x + 142, pad.y + 240, { steps: 20 });
+    await page.mouse.up();
+    await page.waitForFunction(() => /Looks like a \d/.test(document.querySelector('#draw-status').textContent));
+    const probabilities = await page.$$eval('#probabilities progress', (ps) => ps.map((p) => p.value));
+    assert.equal(probabilities.length, 10);
+    assert.ok(Math.abs(probabilities.reduce((a, b) => a + b) - 1) < 1e-3, `sum of ${probabilities}`);
+    assert.equal(probabilities.indexOf(Math.max(...probabilities)), 1, `a stroke is a 1: ${probabilities}`);
     // The weights download, under PyTorch's names: the CLI evaluates them to the page's count.
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
     assert.equal(download.suggestedFilename(), 'webtrain-lenet.safetensors');

@@ -1,0 +1,269 @@
+//! What the network learned, on the page: the test set's confusion matrix after each epoch, a
+//! gallery of test digits with the predicted and true labels (mistakes marked), and a canvas
+//! to draw a digit on and see each digit's probability as it is drawn.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use burn::prelude::Device;
+use wasm_bindgen::{Clamped, JsCast};
+use web_sys::{
+    CanvasRenderingContext2d, Element, HtmlCanvasElement, HtmlProgressElement, ImageData,
+    PointerEvent,
+};
+
+use super::dom::{self, by_id, document, set_text};
+use super::{PageError, Shared};
+use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, MnistBatcher};
+use crate::predict::{predicted, probabilities};
+use crate::train::{CLASSES, EpochReport};
+
+/// Test digits in the gallery: the first ones, then the first mistakes among the next.
+const GALLERY_FIRST: usize = 24;
+const GALLERY_MISTAKES: usize = 12;
+const GALLERY_SEARCH: usize = 1000;
+const GUESS_EVERY_MS: f64 = 150.0;
+/// MNIST's digits fill a 20x20 box in the middle of their 28x28 image.
+const DIGIT_BOX: f64 = 20.0;
+
+fn element(tag: &str, text: &str) -> Element {
+    let element = document().create_element(tag).expect("a valid tag");
+    element.set_text_content(Some(text));
+    element
+}
+
+fn context(canvas: &HtmlCanvasElement) -> CanvasRenderingContext2d {
+    canvas
+        .get_context("2d")
+        .ok()
+        .flatten()
+        .and_then(|c| c.dyn_into().ok())
+        .expect("a 2d canvas")
+}
+
+/// The confusion matrix as a table: rows are true digits, columns predicted ones.
+pub fn show_confusion(report: &EpochReport) {
+    let table = by_id::<Element>("confusion");
+    table.set_text_content(None);
+    let header = element("tr", "");
+    let _ = header.append_child(&element("th", "true ╲ predicted"));
+    for digit in 0..CLASSES {
+        let _ = header.append_child(&element("th", &digit.to_string()));
+    }
+    let _ = table.append_child(&header);
+    for (digit, row) in report.confusion.iter().enumerate() {
+        let tr = element("tr", "");
+        let _ = tr.append_child(&element("th", &digit.to_string()));
+        for (predicted, count) in row.iter().enumerate() {
+            let cell = element("td", &count.to_string());
+            let class = match (predicted == digit, *count > 0) {
+                (true, _) => "hit",
+                (false, true) => "miss",
+                (false, false) => "none",
+            };
+            cell.set_class_name(class);
+            let _ = tr.append_child(&cell);
+        }
+        let _ = table.append_child(&tr);
+    }
+    set_text(
+        "confusion-caption",
+        &format!(
+            "Epoch {}: {} test images, {} right",
+            report.epoch, report.total, report.correct
+        ),
+    );
+}
+
+/// Draws 28x28 MNIST bytes (0 = background) white on black onto `canvas`.
+fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
+    let mut rgba: Vec<u8> = pixels.iter().flat_map(|&p| [p, p, p, 255]).collect();
+    let side = IMAGE_SIDE as u32;
+    if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&mut rgba), side, side) {
+        let _ = context(canvas).put_image_data(&image, 0.0, 0.0);
+    }
+}
+
+/// The current model's guesses on test digits: the first ones and some of its mistakes.
+pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
+    let (model, data) = {
+        let session = session.borrow();
+        (session.model.clone(), session.data.clone())
+    };
+    let (Some(model), Some(data)) = (model, data) else {
+        return Ok(());
+    };
+    let count = data.test.len().min(GALLERY_SEARCH);
+    let pixels: Vec<u8> = (0..count)
+        .flat_map(|i| data.test.image(i).iter().copied())
+        .collect();
+    let batcher = MnistBatcher::new(Device::flex());
+    let guesses = probabilities(&model.net, &pixels, &batcher).await?;
+    let wrong = |i: &usize| predicted(&guesses[*i]) != usize::from(data.test.label(*i));
+    let shown = (0..count.min(GALLERY_FIRST))
+        .chain((GALLERY_FIRST..count).filter(wrong).take(GALLERY_MISTAKES));
+    let gallery = by_id::<Element>("gallery");
+    gallery.set_text_content(None);
+    for index in shown {
+        let (truth, guess) = (data.test.label(index), predicted(&guesses[index]));
+        let figure = element("figure", "");
+        let canvas: HtmlCanvasElement = document()
+            .create_element("canvas")
+            .expect("a canvas")
+            .unchecked_into();
+        canvas.set_width(IMAGE_SIDE as u32);
+        canvas.set_height(IMAGE_SIDE as u32);
+        draw_digit(&canvas, data.test.image(index));
+        let caption = match usize::from(truth) == guess {
+            true => format!("{guess}"),
+            false => format!("{guess}, is {truth}"),
+        };
+        let _ = figure.append_child(&canvas);
+        let _ = figure.append_child(&element("figcaption", &caption));
+        figure.set_class_name(if wrong(&index) { "mistake" } else { "right" });
+        figure
+            .set_attribute(
+                "title",
+                &format!("test image {index}: true {truth}, predicted {guess}"),
+            )
+            .ok();
+        let _ = gallery.append_child(&figure);
+    }
+    Ok(())
+}
+
+/// What is drawn on `canvas` as an MNIST digit: cropped to its ink, scaled into a 20x20 box and
+/// centred in 28x28, one byte a pixel. `None` while nothing is drawn.
+fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
+    let (width, height) = (canvas.width(), canvas.height());
+    let ink = context(canvas)
+        .get_image_data(0.0, 0.0, width.into(), height.into())
+        .ok()?
+        .data();
+    let inked = |x: u32, y: u32| ink[((y * width + x) * 4) as usize] > 0;
+    let (mut left, mut top, mut right, mut bottom) = (width, height, 0, 0);
+    for y in 0..height {
+        for x in 0..width {
+            if inked(x, y) {
+                (left, top) = (left.min(x), top.min(y));
+                (right, bottom) = (right.max(x + 1), bottom.max(y + 1));
+            }
+        }
+    }
+    if right <= left || bottom <= top {
+        return None;
+    }
+    let (w, h) = (f64::from(right - left), f64::from(bottom - top));
+    let scale = DIGIT_BOX / w.max(h);
+    let side = IMAGE_SIDE as f64;
+    let small = by_id::<HtmlCanvasElement>("draw-small");
+    let target = context(&small);
+    target.set_fill_style_str("black");
+    target.fill_rect(0.0, 0.0, side, side);
+    let _ = target.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
+        canvas,
+        left.into(),
+        top.into(),
+        w,
+        h,
+        (side - w * scale) / 2.0,
+        (side - h * scale) / 2.0,
+        w * scale,
+        h * scale,
+    );
+    let data = target.get_image_data(0.0, 0.0, side, side).ok()?.data();
+    Some(data.iter().step_by(4).copied().take(IMAGE_PIXELS).collect())
+}
+
+async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
+    let Some(model) = session.borrow().model.clone() else {
+        set_text("draw-status", "Train or load a model first.");
+        return Ok(());
+    };
+    let Some(pixels) = drawn_digit(&by_id("draw")) else {
+        return Ok(());
+    };
+    let batcher = MnistBatcher::new(Device::flex());
+    let [digits] = probabilities(&model.net, &pixels, &batcher).await?[..] else {
+        return Ok(());
+    };
+    for (digit, p) in digits.iter().enumerate() {
+        by_id::<HtmlProgressElement>(&format!("p{digit}")).set_value(f64::from(*p));
+        set_text(&format!("p{digit}-text"), &format!("{:.1}%", 100.0 * p));
+    }
+    set_text(
+        "draw-status",
+        &format!("Looks like a {}", predicted(&digits)),
+    );
+    Ok(())
+}
+
+fn guess(session: &Shared) {
+    let session = session.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(error) = show_probabilities(&session).await {
+            set_text("draw-status", &error.to_string());
+        }
+    });
+}
+
+fn clear_drawing() {
+    let canvas = by_id::<HtmlCanvasElement>("draw");
+    let context = context(&canvas);
+    context.set_fill_style_str("black");
+    context.fill_rect(0.0, 0.0, canvas.width().into(), canvas.height().into());
+    for digit in 0..CLASSES {
+        by_id::<HtmlProgressElement>(&format!("p{digit}")).set_value(0.0);
+        set_text(&format!("p{digit}-text"), "");
+    }
+    set_text("draw-status", "Draw a digit.");
+}
+
+/// Strokes follow the pointer while a button is down; the probabilities follow each stroke.
+pub fn wire_drawing(session: &Shared) {
+    clear_drawing();
+    let canvas = by_id::<HtmlCanvasElement>("draw");
+    let pen = context(&canvas);
+    pen.set_stroke_style_str("white");
+    pen.set_line_width(22.0);
+    pen.set_line_cap("round");
+    pen.set_line_join("round");
+    let drawing = Rc::new(Cell::new(false));
+    let d = drawing.clone();
+    let (p, c) = (pen.clone(), canvas.clone());
+    dom::on("draw", "pointerdown", move |event| {
+        let Some(event) = event.dyn_ref::<PointerEvent>() else {
+            return;
+        };
+        let _ = c.set_pointer_capture(event.pointer_id());
+        d.set(true);
+        p.begin_path();
+        p.move_to(event.offset_x().into(), event.offset_y().into());
+        p.line_to(event.offset_x().into(), event.offset_y().into());
+        p.stroke();
+    });
+    let (d, s) = (drawing.clone(), session.clone());
+    let last_guess = Cell::new(0.0);
+    dom::on("draw", "pointermove", move |event| {
+        let Some(event) = event.dyn_ref::<PointerEvent>() else {
+            return;
+        };
+        if !d.get() {
+            return;
+        }
+        pen.line_to(event.offset_x().into(), event.offset_y().into());
+        pen.stroke();
+        // Live while drawing, but not more often than the model can answer.
+        let now = js_sys::Date::now();
+        if now - last_guess.get() > GUESS_EVERY_MS {
+            last_guess.set(now);
+            guess(&s);
+        }
+    });
+    let s = session.clone();
+    dom::on("draw", "pointerup", move |_| {
+        drawing.set(false);
+        guess(&s);
+    });
+    dom::on("clear-drawing", "click", |_| clear_drawing());
+}
