@@ -61,6 +61,8 @@ pub enum IdxProblem {
         expected: u64,
         found: usize,
     },
+    #[error("the header's dimensions {dims:?} hold more bytes than any file can")]
+    Overflow { dims: Vec<u32> },
     #[error("label {label} at index {index} is not a digit 0-9")]
     Label { index: usize, label: u8 },
 }
@@ -185,7 +187,10 @@ fn parse_idx<'a>(
         }));
     }
     let dims: Vec<u32> = (1..=rank).map(word).collect();
-    let expected = dims.iter().map(|&d| u64::from(d)).product::<u64>();
+    let expected = dims
+        .iter()
+        .try_fold(1u64, |product, &d| product.checked_mul(u64::from(d)))
+        .ok_or_else(|| error(IdxProblem::Overflow { dims: dims.clone() }))?;
     let data = &bytes[header_len..];
     if expected != data.len() as u64 {
         return Err(error(IdxProblem::Length {
