@@ -259,8 +259,9 @@ fn bench_rejects_more_steps_than_an_epoch_holds() {
     );
 }
 
-fn tiny_run(out: &Path, extra: &[&str]) -> Output {
-    let mut args = vec![
+/// A short lenet-small run's flags: 2000 training images, a loss line every 10 batches.
+fn tiny_args<'a>(out: &'a Path, epochs: &'a str) -> Vec<&'a str> {
+    vec![
         "train",
         "--backend",
         "cpu",
@@ -269,7 +270,7 @@ fn tiny_run(out: &Path, extra: &[&str]) -> Output {
         "--lr",
         "0.05",
         "--epochs",
-        "1",
+        epochs,
         "--train-limit",
         "2000",
         "--test-limit",
@@ -278,7 +279,11 @@ fn tiny_run(out: &Path, extra: &[&str]) -> Output {
         "10",
         "--out",
         out.to_str().unwrap(),
-    ];
+    ]
+}
+
+fn tiny_run(out: &Path, extra: &[&str]) -> Output {
+    let mut args = tiny_args(out, "1");
     args.extend_from_slice(extra);
     let output = webtrain(&args);
     assert!(
@@ -410,26 +415,7 @@ fn train_resume_goes_on_from_the_checkpoint_as_if_never_stopped() {
     );
     let resumed_results = results(&output);
 
-    let mut args = vec![
-        "train",
-        "--backend",
-        "cpu",
-        "--model",
-        "lenet-small",
-        "--lr",
-        "0.05",
-        "--epochs",
-        "2",
-        "--train-limit",
-        "2000",
-        "--test-limit",
-        "300",
-        "--log-interval",
-        "10",
-        "--out",
-    ];
-    args.push(whole.to_str().unwrap());
-    let whole_results = results(&webtrain(&args));
+    let whole_results = results(&webtrain(&tiny_args(&whole, "2")));
     let second_epoch: Vec<_> = whole_results
         .iter()
         .skip_while(|l| !l.starts_with("Train Epoch: 2 "))
