@@ -311,7 +311,7 @@ async fn run(
         &start.optimizer,
     )
     .await?;
-    let mut attempt = run_on(
+    let attempt = run_on(
         start,
         config,
         data,
@@ -321,34 +321,36 @@ async fn run(
         &mut last,
     )
     .await;
+    // The CPU backend has no device to lose: once on it, a run ends as it ends.
     let cpu = Device::flex();
-    while let Err(TrainError::DeviceLost(reason)) = &attempt
-        && *device != cpu
-    {
-        on_event(TrainEvent::DeviceLost {
-            reason: reason.clone(),
-            resumed_at_step: last.position.step,
-        });
-        let (model, optimizer) = last.restore(&cpu)?;
-        let start = Start {
-            model,
-            optimizer,
-            position: last.position,
-        };
-        // The checkpoint's settings: the learning rate may have changed since the start.
-        let config = last.config.clone();
-        attempt = run_on(
-            start,
-            &config,
-            data,
-            &cpu,
-            control,
-            &mut on_event,
-            &mut last,
-        )
-        .await;
+    let Err(TrainError::DeviceLost(reason)) = &attempt else {
+        return attempt;
+    };
+    if *device == cpu {
+        return attempt;
     }
-    attempt
+    on_event(TrainEvent::DeviceLost {
+        reason: reason.clone(),
+        resumed_at_step: last.position.step,
+    });
+    let (model, optimizer) = last.restore(&cpu)?;
+    let start = Start {
+        model,
+        optimizer,
+        position: last.position,
+    };
+    // The checkpoint's settings: the learning rate may have changed since the start.
+    let config = last.config.clone();
+    run_on(
+        start,
+        &config,
+        data,
+        &cpu,
+        control,
+        &mut on_event,
+        &mut last,
+    )
+    .await
 }
 
 /// The loop itself, on one device; `last` is kept up to date with the run's checkpoints.
