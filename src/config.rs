@@ -135,9 +135,7 @@ impl Default for TrainConfig {
 
 impl TrainConfig {
     pub fn validate(&self) -> Result<(), ConfigError> {
-        if !(self.lr.is_finite() && self.lr > 0.0 && self.lr <= MAX_LR) {
-            return Err(ConfigError::LearningRate(self.lr));
-        }
+        check_lr(self.lr)?;
         if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
             return Err(ConfigError::Momentum(self.momentum));
         }
@@ -159,6 +157,14 @@ impl TrainConfig {
             Some((name, value, max)) => Err(ConfigError::TooLarge { name, max, value }),
             None => Ok(()),
         }
+    }
+}
+
+/// A learning rate a run can take, on its own: the page changes it while a run goes.
+pub fn check_lr(lr: f64) -> Result<(), ConfigError> {
+    match lr.is_finite() && lr > 0.0 && lr <= MAX_LR {
+        true => Ok(()),
+        false => Err(ConfigError::LearningRate(lr)),
     }
 }
 

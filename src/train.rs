@@ -15,7 +15,7 @@ use thiserror::Error;
 use web_time::{Duration, Instant};
 
 use crate::checkpoint::{Checkpoint, CheckpointError, Position};
-use crate::config::{ConfigError, TrainConfig};
+use crate::config::{ConfigError, TrainConfig, check_lr};
 use crate::data::{Mnist, MnistBatch, MnistBatcher, MnistSplit, epoch_order};
 use crate::model::{Net, NetConfig};
 use crate::optimizer::Optimizer;
@@ -184,11 +184,7 @@ impl TrainControl {
 
     /// The run's learning rate from its next step on.
     pub fn set_lr(&self, lr: f64) -> Result<(), ConfigError> {
-        TrainConfig {
-            lr,
-            ..TrainConfig::default()
-        }
-        .validate()?;
+        check_lr(lr)?;
         self.lr.store(lr.to_bits(), Ordering::SeqCst);
         Ok(())
     }

@@ -14,7 +14,7 @@ use crate::config::ModelKind;
 use crate::data::MnistBatcher;
 use crate::model::Net;
 use crate::train::{EpochReport, evaluate};
-use crate::weights::{MAX_WEIGHTS_BYTES, from_safetensors};
+use crate::weights::{MAX_WEIGHTS_BYTES, from_safetensors, to_cpu, to_safetensors};
 
 pub struct CurrentModel {
     pub net: Net,
@@ -31,24 +31,37 @@ fn show(model: &CurrentModel, how: &str) {
     }
 }
 
-fn current(weights: Vec<u8>, kind: ModelKind, about: String) -> Result<CurrentModel, PageError> {
-    Ok(CurrentModel {
-        net: from_safetensors(weights.clone(), kind, &Device::flex())?,
-        kind,
-        weights,
-        about,
-    })
+impl CurrentModel {
+    /// From a `.safetensors` file's bytes, checked against `kind`.
+    pub fn from_file(weights: Vec<u8>, kind: ModelKind, about: String) -> Result<Self, PageError> {
+        Ok(Self {
+            net: from_safetensors(weights.clone(), kind, &Device::flex())?,
+            kind,
+            weights,
+            about,
+        })
+    }
+
+    /// A trained model on any device, copied to the CPU and written once.
+    pub async fn from_trained(
+        net: &Net,
+        kind: ModelKind,
+        about: String,
+    ) -> Result<Self, PageError> {
+        let net = to_cpu(net, kind).await?;
+        Ok(Self {
+            weights: to_safetensors(&net)?,
+            net,
+            kind,
+            about,
+        })
+    }
 }
 
-/// Makes these weights the page's model and keeps them in this browser; a browser that cannot
-/// keep them still has them until the page closes.
-pub async fn keep(
-    session: &Shared,
-    weights: Vec<u8>,
-    kind: ModelKind,
-    about: String,
-) -> Result<(), PageError> {
-    let model = current(weights, kind, about)?;
+/// Makes `model` the page's model and keeps it in this browser; a browser that cannot keep it
+/// still has it until the page closes.
+pub async fn keep(session: &Shared, model: CurrentModel) -> Result<(), PageError> {
+    let kind = model.kind;
     let stored = storage::StoredModel {
         kind,
         weights: model.weights.clone(),
@@ -68,7 +81,7 @@ pub async fn restore(session: &Shared) -> Result<(), PageError> {
     let Some(stored) = storage::load().await? else {
         return Ok(());
     };
-    let model = current(stored.weights, stored.kind, stored.about)?;
+    let model = CurrentModel::from_file(stored.weights, stored.kind, stored.about)?;
     show(&model, "Restored from this browser");
     session.borrow_mut().model = Some(Rc::new(model));
     Ok(())
@@ -82,7 +95,8 @@ pub async fn load_file(session: &Shared, kind: ModelKind) -> Result<(), PageErro
         .ok_or(PageError::MissingFile("the weights file"))?;
     let name = file.name();
     let weights = download::read_file(&name, file, MAX_WEIGHTS_BYTES).await?;
-    keep(session, weights, kind, format!("{kind} from {name}")).await
+    let model = CurrentModel::from_file(weights, kind, format!("{kind} from {name}"))?;
+    keep(session, model).await
 }
 
 /// The current model's test loss and accuracy on the first `len` test images.

@@ -24,7 +24,6 @@ use crate::data::{DataError, Mnist};
 use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
 use crate::metrics::RunMetrics;
 use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, train, train_from};
-use crate::weights::to_safetensors_async;
 use dom::{by_id, set_text};
 
 /// Ids of the form's fields; the setting of each is its id with `_` for `-`.
@@ -592,13 +591,13 @@ async fn run(session: &Shared) -> Result<(), PageError> {
         set_text("backend", "CPU — the GPU was lost");
         session.borrow_mut().device = Some((choice, cpu));
     }
-    let weights = to_safetensors_async(&trained.model, config.model).await?;
     let result = match metrics.epochs.last() {
         Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
         None => "not evaluated".to_string(),
     };
     let about = format!("{}, trained on {}: {result}", config.model, metrics.backend);
-    current::keep(session, weights, config.model, about).await?;
+    let model = current::CurrentModel::from_trained(&trained.model, config.model, about).await?;
+    current::keep(session, model).await?;
     insight::show_gallery(session).await?;
     set_state(match trained.outcome {
         Outcome::Completed => State::Done,
