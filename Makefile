@@ -24,7 +24,7 @@ train: data
 test: data
 	scripts/setup.sh trunk browser e2e
 	cargo test
-	wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback --test web_corpus --test web_device_lost
+	wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback --test web_corpus --test web_device_lost --test web_protocol
 	scripts/e2e.sh
 
 # Speed against PyTorch (native) and TensorFlow.js (same headless Chromium): bench/RESULTS.md.

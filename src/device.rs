@@ -6,10 +6,12 @@ use std::sync::OnceLock;
 
 use burn::prelude::*;
 use burn::tensor::wgpu::wgpu::{Backend, DeviceType};
+use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 /// What the user asked for.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum BackendChoice {
     /// A hardware GPU when there is one, otherwise the CPU.
     #[default]

@@ -16,3 +16,5 @@ pub mod platform;
 pub mod predict;
 pub mod train;
 pub mod weights;
+#[cfg(target_arch = "wasm32")]
+pub mod worker;

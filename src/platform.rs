@@ -57,3 +57,14 @@ pub fn process_memory_bytes() -> Option<u64> {
     let buffer: js_sys::ArrayBuffer = memory.buffer().dyn_into().ok()?;
     Some(buffer.byte_length() as u64)
 }
+
+/// What a JavaScript exception says.
+#[cfg(target_arch = "wasm32")]
+pub fn js_error(value: wasm_bindgen::JsValue) -> String {
+    use wasm_bindgen::JsCast;
+    value
+        .dyn_ref::<js_sys::Error>()
+        .map(|e| String::from(e.message()))
+        .or_else(|| value.as_string())
+        .unwrap_or_else(|| format!("{value:?}"))
+}

@@ -123,7 +123,7 @@ pub enum Outcome {
     Diverged,
 }
 
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TrainEvent {
     Step(StepReport),
     Epoch(EpochReport),
@@ -134,7 +134,9 @@ pub enum TrainEvent {
         step: usize,
         lr: f64,
     },
-    /// Taken whenever the loss is logged and after each epoch's evaluation.
+    /// Taken whenever the loss is logged and after each epoch's evaluation. Not serialised: a
+    /// checkpoint is written as its own file.
+    #[serde(skip)]
     Checkpoint(Arc<Checkpoint>),
     /// The GPU was lost; the run goes on on the CPU backend from the last checkpoint.
     DeviceLost {

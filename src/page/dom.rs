@@ -42,12 +42,3 @@ pub fn on(id: &str, event: &str, handler: impl FnMut(Event) + 'static) {
         .expect("adding a listener");
     closure.forget();
 }
-
-/// What a JavaScript exception says.
-pub fn js_error(value: JsValue) -> String {
-    value
-        .dyn_ref::<js_sys::Error>()
-        .map(|e| String::from(e.message()))
-        .or_else(|| value.as_string())
-        .unwrap_or_else(|| format!("{value:?}"))
-}

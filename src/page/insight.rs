@@ -5,7 +5,6 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use burn::prelude::Device;
 use wasm_bindgen::{Clamped, JsCast};
 use web_sys::{
     CanvasRenderingContext2d, Element, HtmlCanvasElement, HtmlProgressElement, ImageData,
@@ -14,14 +13,10 @@ use web_sys::{
 
 use super::dom::{self, by_id, document, set_text};
 use super::{PageError, Shared};
-use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, MnistBatcher};
-use crate::predict::{predicted, probabilities};
+use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
+use crate::predict::predicted;
 use crate::train::{CLASSES, EpochReport};
 
-/// Test digits in the gallery: the first ones, then the first mistakes among the next.
-const GALLERY_FIRST: usize = 24;
-const GALLERY_MISTAKES: usize = 12;
-const GALLERY_SEARCH: usize = 1000;
 const GUESS_EVERY_MS: f64 = 150.0;
 /// MNIST's digits fill a 20x20 box in the middle of their 28x28 image.
 const DIGIT_BOX: f64 = 20.0;
@@ -77,35 +72,24 @@ pub fn show_confusion(report: &EpochReport) {
 
 /// Draws 28x28 MNIST bytes (0 = background) white on black onto `canvas`.
 fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
-    let mut rgba: Vec<u8> = pixels.iter().flat_map(|&p| [p, p, p, 255]).collect();
+    let rgba: Vec<u8> = pixels.iter().flat_map(|&p| [p, p, p, 255]).collect();
     let side = IMAGE_SIDE as u32;
-    if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&mut rgba), side, side) {
+    if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&rgba), side, side) {
         let _ = context(canvas).put_image_data(&image, 0.0, 0.0);
     }
 }
 
 /// The current model's guesses on test digits: the first ones and some of its mistakes.
 pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
-    let (model, data) = {
-        let session = session.borrow();
-        (session.model.clone(), session.data.clone())
-    };
-    let (Some(model), Some(data)) = (model, data) else {
+    if session.borrow().model.is_none() {
         return Ok(());
-    };
-    let count = data.test.len().min(GALLERY_SEARCH);
-    let pixels: Vec<u8> = (0..count)
-        .flat_map(|i| data.test.image(i).iter().copied())
-        .collect();
-    let batcher = MnistBatcher::new(Device::flex());
-    let guesses = probabilities(&model.net, &pixels, &batcher).await?;
-    let wrong = |i: &usize| predicted(&guesses[*i]) != usize::from(data.test.label(*i));
-    let shown = (0..count.min(GALLERY_FIRST))
-        .chain((GALLERY_FIRST..count).filter(wrong).take(GALLERY_MISTAKES));
+    }
+    let trainer = session.borrow().trainer.clone();
+    let digits = trainer.gallery().await?;
     let gallery = by_id::<Element>("gallery");
     gallery.set_text_content(None);
-    for index in shown {
-        let (truth, guess) = (data.test.label(index), predicted(&guesses[index]));
+    for (digit, pixels) in digits {
+        let (index, truth, guess) = (digit.index, digit.truth, digit.guess);
         let figure = element("figure", "");
         let canvas: HtmlCanvasElement = document()
             .create_element("canvas")
@@ -113,14 +97,15 @@ pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
             .unchecked_into();
         canvas.set_width(IMAGE_SIDE as u32);
         canvas.set_height(IMAGE_SIDE as u32);
-        draw_digit(&canvas, data.test.image(index));
-        let caption = match usize::from(truth) == guess {
+        draw_digit(&canvas, &pixels);
+        let right = usize::from(truth) == guess;
+        let caption = match right {
             true => format!("{guess}"),
             false => format!("{guess}, is {truth}"),
         };
         let _ = figure.append_child(&canvas);
         let _ = figure.append_child(&element("figcaption", &caption));
-        figure.set_class_name(if wrong(&index) { "mistake" } else { "right" });
+        figure.set_class_name(if right { "right" } else { "mistake" });
         figure
             .set_attribute(
                 "title",
@@ -176,17 +161,15 @@ fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
 }
 
 async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
-    let Some(model) = session.borrow().model.clone() else {
+    if session.borrow().model.is_none() {
         set_text("draw-status", "Train or load a model first.");
         return Ok(());
-    };
+    }
     let Some(pixels) = drawn_digit(&by_id("draw")) else {
         return Ok(());
     };
-    let batcher = MnistBatcher::new(Device::flex());
-    let [digits] = probabilities(&model.net, &pixels, &batcher).await?[..] else {
-        return Ok(());
-    };
+    let trainer = session.borrow().trainer.clone();
+    let digits = trainer.predict(pixels).await?;
     for (digit, p) in digits.iter().enumerate() {
         by_id::<HtmlProgressElement>(&format!("p{digit}")).set_value(f64::from(*p));
         set_text(&format!("p{digit}-text"), &format!("{:.1}%", 100.0 * p));

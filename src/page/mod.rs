@@ -1,10 +1,13 @@
-//! The browser page: a form, controls, live charts and a log around the shared training loop.
+//! The browser page: a form, controls, live charts and a log. The training loop runs in a
+//! worker (src/worker), which the page asks through [`trainer::Trainer`]; the main thread only
+//! draws what it reports.
 
 mod current;
 mod dom;
 mod download;
 mod insight;
 mod storage;
+mod trainer;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -19,12 +22,13 @@ use web_sys::{
 };
 
 use crate::chart;
-use crate::config::{ConfigError, ModelKind, TrainConfig};
-use crate::data::{DataError, Mnist};
-use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
+use crate::config::{ConfigError, TrainConfig, check_lr};
+use crate::device::{BackendChoice, DeviceError};
 use crate::metrics::RunMetrics;
-use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, train, train_from};
+use crate::train::{Outcome, TrainEvent};
+use crate::worker::protocol::Request;
 use dom::{by_id, set_text};
+use trainer::Trainer;
 
 /// Ids of the form's fields; the setting of each is its id with `_` for `-`.
 const FIELDS: [&str; 10] = [
@@ -43,34 +47,24 @@ const FIELDS: [&str; 10] = [
 #[derive(Debug, Error)]
 pub enum PageError {
     #[error(transparent)]
-    Data(#[from] DataError),
-    #[error(transparent)]
-    Idx(#[from] crate::data::IdxError),
-    #[error(transparent)]
     Config(#[from] ConfigError),
     #[error(transparent)]
     Device(#[from] DeviceError),
-    #[error(transparent)]
-    Train(#[from] TrainError),
-    #[error("{file}: download failed: {message}")]
-    Download { file: String, message: String },
+    /// What the worker refused, in its words.
+    #[error("{0}")]
+    Worker(String),
+    #[error("the training worker stopped: {0}")]
+    WorkerGone(String),
+    #[error("{file}: cannot be read: {message}")]
+    Read { file: String, message: String },
     #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
     TooLarge { file: String, limit: usize },
     #[error("choose all four files: {0} is missing")]
     MissingFile(&'static str),
-    #[error(transparent)]
-    Weights(#[from] crate::weights::WeightsError),
     #[error("the browser refused the download: {0}")]
     Save(String),
     #[error("this browser could not keep the model: {0}")]
     Storage(String),
-    #[error("no model yet: train one, or load a weights file")]
-    NoModel,
-    #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
-    OtherModel {
-        loaded: ModelKind,
-        chosen: ModelKind,
-    },
 }
 
 /// The body's `data-state`, which tests and scripts wait on.
@@ -102,13 +96,13 @@ impl State {
 }
 
 /// What the page holds between clicks.
-#[derive(Default)]
 struct Session {
-    device: Option<(BackendChoice, TrainDevice)>,
-    data: Option<Rc<Mnist>>,
-    control: Option<TrainControl>,
+    trainer: Rc<Trainer>,
+    /// The training and test set sizes, once MNIST is loaded.
+    data: Option<(usize, usize)>,
+    paused: bool,
     /// The last run's model (a diverged run's last finite weights), a kept or a loaded one.
-    model: Option<Rc<current::CurrentModel>>,
+    model: Option<Rc<current::ModelFile>>,
 }
 
 type Shared = Rc<RefCell<Session>>;
@@ -119,7 +113,16 @@ pub fn start() {
         fail(&format!("internal error: {info}"));
     }));
     prefill_from_query();
-    let session = Shared::default();
+    let trainer = match Trainer::spawn(|why| fail(&format!("the training worker stopped: {why}"))) {
+        Ok(trainer) => Rc::new(trainer),
+        Err(error) => return fail(&error.to_string()),
+    };
+    let session = Rc::new(RefCell::new(Session {
+        trainer,
+        data: None,
+        paused: false,
+        model: None,
+    }));
     wire_form();
     wire_controls(&session);
     insight::wire_drawing(&session);
@@ -317,33 +320,33 @@ async fn copy_link() -> Result<(), PageError> {
     Ok(())
 }
 
-/// The device for `choice`, selected once per choice.
-async fn device_for(session: &Shared, choice: BackendChoice) -> Result<TrainDevice, DeviceError> {
-    if let Some((chosen, device)) = &session.borrow().device {
-        if *chosen == choice {
-            return Ok(device.clone());
-        }
-    }
-    let device = select_device(choice).await?;
-    set_text("backend", &device.to_string());
-    let fell_back = device.kind == BackendKind::Cpu && choice != BackendChoice::Cpu;
+/// Selects the device for `choice` in the worker and says which it is, and why when it is the
+/// CPU against the choice; returns what trains.
+async fn show_device(session: &Shared, choice: BackendChoice) -> Result<String, PageError> {
+    let trainer = session.borrow().trainer.clone();
+    let (description, fallback) = trainer.device(choice).await?;
+    set_text("backend", &description);
     let banner = by_id::<HtmlElement>("banner");
-    banner.set_hidden(!fell_back);
-    banner.set_text_content(Some(&format!("Training on the CPU: {}", device.reason)));
-    session.borrow_mut().device = Some((choice, device.clone()));
-    Ok(device)
+    banner.set_hidden(fallback.is_none());
+    banner.set_text_content(Some(&format!(
+        "Training on the CPU: {}",
+        fallback.unwrap_or_default()
+    )));
+    Ok(description)
 }
 
 async fn boot(session: &Shared) -> Result<(), PageError> {
     set_state(State::Loading);
-    device_for(session, backend_choice()?).await?;
+    show_device(session, backend_choice()?).await?;
     let progress = by_id::<HtmlProgressElement>("data-progress");
-    let data = download::download(|fraction, file| {
-        progress.set_value(fraction);
-        set_text("data-status", &format!("Downloading MNIST: {file}…"));
-    })
-    .await?;
-    use_data(session, data);
+    let trainer = session.borrow().trainer.clone();
+    let sizes = trainer
+        .download(move |fraction, file| {
+            progress.set_value(fraction);
+            set_text("data-status", &format!("Downloading MNIST: {file}…"));
+        })
+        .await?;
+    use_data(session, sizes);
     match current::restore(session).await {
         Ok(()) => insight::show_gallery(session).await?,
         Err(error) => set_text(
@@ -358,16 +361,22 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     Ok(())
 }
 
-fn use_data(session: &Shared, data: Mnist) {
+fn use_data(session: &Shared, (train, test): (usize, usize)) {
     set_text(
         "data-status",
-        &format!(
-            "MNIST: {} training and {} test images",
-            data.train.len(),
-            data.test.len()
-        ),
+        &format!("MNIST: {train} training and {test} test images"),
     );
-    session.borrow_mut().data = Some(Rc::new(data));
+    session.borrow_mut().data = Some((train, test));
+}
+
+/// Sends a pause, resume, stop or learning rate to the run; a refusal is shown.
+fn control(session: &Shared, request: Request) {
+    let trainer = session.borrow().trainer.clone();
+    wasm_bindgen_futures::spawn_local(async move {
+        if let Err(error) = trainer.control(request).await {
+            show_error(&error.to_string());
+        }
+    });
 }
 
 fn wire_controls(session: &Shared) {
@@ -382,32 +391,33 @@ fn wire_controls(session: &Shared) {
     });
     let s = session.clone();
     dom::on("pause", "click", move |_| {
-        if let Some(control) = &s.borrow().control {
-            if control.is_paused() {
-                control.resume();
-                set_state(State::Training);
+        let paused = !s.borrow().paused;
+        s.borrow_mut().paused = paused;
+        control(
+            &s,
+            if paused {
+                Request::Pause
             } else {
-                control.pause();
-                set_state(State::Paused);
-            }
-        }
+                Request::Resume
+            },
+        );
+        set_state(if paused {
+            State::Paused
+        } else {
+            State::Training
+        });
     });
     let s = session.clone();
-    dom::on("stop", "click", move |_| {
-        if let Some(control) = &s.borrow().control {
-            control.stop();
-        }
-    });
+    dom::on("stop", "click", move |_| control(&s, Request::Stop));
     let s = session.clone();
     dom::on("apply-lr", "click", move |_| {
-        if let Some(control) = &s.borrow().control {
-            let mut lr = TrainConfig::default();
-            let applied = lr
-                .set("lr", &dom::value("lr"))
-                .and_then(|_| control.set_lr(lr.lr));
-            if let Err(error) = applied {
-                show_error(&error.to_string());
-            }
+        let mut lr = TrainConfig::default();
+        match lr
+            .set("lr", &dom::value("lr"))
+            .and_then(|_| check_lr(lr.lr))
+        {
+            Ok(()) => control(&s, Request::SetLr(lr.lr)),
+            Err(error) => show_error(&error.to_string()),
         }
     });
     let s = session.clone();
@@ -442,7 +452,8 @@ fn wire_controls(session: &Shared) {
                 .ok()
                 .and_then(|c| c.test_limit)
                 .unwrap_or(usize::MAX);
-            match current::evaluate_on_test(&s, len).await {
+            let trainer = s.borrow().trainer.clone();
+            match trainer.evaluate(len).await {
                 Ok(report) => {
                     log(&report.to_string());
                     set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
@@ -466,9 +477,14 @@ fn wire_controls(session: &Shared) {
     dom::on("use-files", "click", move |_| {
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            match download::from_inputs().await {
-                Ok(data) => {
-                    use_data(&s, data);
+            let trainer = s.borrow().trainer.clone();
+            let loaded = match download::from_inputs().await {
+                Ok(files) => trainer.use_files(files).await,
+                Err(error) => Err(error),
+            };
+            match loaded {
+                Ok(sizes) => {
+                    use_data(&s, sizes);
                     show_error("");
                     set_state(State::Ready);
                 }
@@ -552,54 +568,52 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
     }
 }
 
-/// One training run from the form's settings.
+/// One training run from the form's settings, in the worker.
 async fn run(session: &Shared) -> Result<(), PageError> {
     let Ok(config) = validate_form() else {
         return Ok(());
     };
     let choice = backend_choice()?;
     write_query(&config, choice);
-    let Some(data) = session.borrow().data.clone() else {
+    let Some((train_len, _)) = session.borrow().data else {
         return Ok(());
     };
-    let device = device_for(session, choice).await?;
-    let control = TrainControl::default();
-    session.borrow_mut().control = Some(control.clone());
+    let backend = show_device(session, choice).await?;
+    session.borrow_mut().paused = false;
     set_state(State::Training);
     set_text("log", "");
     set_text("test-accuracy", "–");
-    let total = data.train.len_within(config.train_limit) * config.epochs;
-    let mut metrics = RunMetrics::new(config.clone(), device.to_string());
+    let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
+    let metrics = RunMetrics::new(config.clone(), backend);
     draw("loss-chart", &metrics, chart::draw_loss);
     draw("accuracy-chart", &metrics, chart::draw_accuracy);
-    let on_event = |event: TrainEvent| {
-        metrics.record(&event);
-        show_event(&event, &metrics, total);
+    let metrics = Rc::new(RefCell::new(metrics));
+    let m = metrics.clone();
+    let on_event = move |event: TrainEvent| {
+        m.borrow_mut().record(&event);
+        show_event(&event, &m.borrow(), total);
     };
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
-    let trained = match from_model {
-        true => {
-            let model = current::to_train_from(session, config.model)?;
-            train_from(model, &config, &data, &device.device, &control, on_event).await?
-        }
-        false => train(&config, &data, &device.device, &control, on_event).await?,
+    let trainer = session.borrow().trainer.clone();
+    let (outcome, weights) = trainer
+        .train(config.clone(), choice, from_model, on_event)
+        .await?;
+    let about = {
+        let metrics = metrics.borrow();
+        let result = match metrics.epochs.last() {
+            Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
+            None => "not evaluated".to_string(),
+        };
+        format!("{}, trained on {}: {result}", config.model, metrics.backend)
     };
-    session.borrow_mut().control = None;
-    // The lost GPU stays lost: later runs of this page train on the CPU.
-    if metrics.device_lost.is_some() {
-        let cpu = select_device(BackendChoice::Cpu).await?;
-        set_text("backend", "CPU — the GPU was lost");
-        session.borrow_mut().device = Some((choice, cpu));
-    }
-    let result = match metrics.epochs.last() {
-        Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
-        None => "not evaluated".to_string(),
+    let model = current::ModelFile {
+        kind: config.model,
+        weights,
+        about,
     };
-    let about = format!("{}, trained on {}: {result}", config.model, metrics.backend);
-    let model = current::CurrentModel::from_trained(&trained.model, config.model, about).await?;
     current::keep(session, model).await?;
     insight::show_gallery(session).await?;
-    set_state(match trained.outcome {
+    set_state(match outcome {
         Outcome::Completed => State::Done,
         Outcome::Stopped => State::Stopped,
         Outcome::Diverged => State::Diverged,

@@ -8,8 +8,8 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{Event, IdbDatabase, IdbOpenDbRequest, IdbRequest, IdbTransactionMode};
 
 use super::PageError;
-use super::dom::js_error;
 use crate::config::ModelKind;
+use crate::platform::js_error;
 
 const DATABASE: &str = "webtrain";
 const STORE: &str = "models";

@@ -22,8 +22,32 @@ before(async () => {
 });
 after(() => browser?.close());
 
+// Every main-thread task over 50 ms (the Long Tasks API), and the longest gap between two
+// turns of the event loop, which also counts the shorter ones.
+function watchMainThread() {
+  window.longTasks = [];
+  new PerformanceObserver((list) => window.longTasks.push(...list.getEntries()))
+    .observe({ type: 'longtask', buffered: true });
+  window.loopGaps = [];
+  let last = performance.now();
+  const tick = () => {
+    const now = performance.now();
+    window.loopGaps.push([last, now - last]);
+    last = now;
+    setTimeout(tick, 0);
+  };
+  setTimeout(tick, 0);
+}
+
+// The longest main-thread task and event-loop gap since `since` (performance.now()), in ms.
+const mainThreadSince = (page, since) => page.evaluate((since) => ({
+  longTasks: window.longTasks.filter((t) => t.startTime >= since).map((t) => t.duration),
+  longestGap: Math.max(0, ...window.loopGaps.filter(([at]) => at >= since).map(([, gap]) => gap)),
+}), since);
+
 async function open(query) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  await page.addInitScript(watchMainThread);
   page.on('console', (m) => m.type() === 'error' && console.log('page console:', m.text()));
   await page.goto(`${base}/${query}`);
   await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
@@ -51,8 +75,16 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     assert.equal(await page.inputValue('#lr'), '0.05');
     assert.equal(await page.inputValue('#train-limit'), '4000');
     assert.equal(await pixels(page, 'loss-chart', LOSS), 0);
+    const started = await page.evaluate(() => performance.now());
     await page.click('#start');
     await page.waitForSelector('body[data-state="done"]', { timeout: 900_000 });
+    // Training runs in the worker: the page's main thread stays free the whole run.
+    const { longTasks, longestGap } = await mainThreadSince(page, started);
+    const longest = Math.max(0, ...longTasks);
+    console.log(`main thread while training (${backend}): ${longTasks.length} tasks over 50 ms`
+      + `${longTasks.length ? `, the longest ${longest.toFixed(0)} ms` : ''}; longest event-loop gap ${longestGap.toFixed(1)} ms`);
+    assert.deepEqual(longTasks, [], `main-thread tasks over 50 ms while training: ${longTasks}`);
+    assert.deepEqual(page.workers().map((w) => new URL(w.url()).pathname), ['/worker.js'], 'one training worker');
     await page.screenshot({ path: new URL(`page-${backend}.png`, screenshots).pathname, fullPage: true });
 
     const backendText = await page.textContent('#backend');

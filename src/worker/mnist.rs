@@ -1,0 +1,106 @@
+//! MNIST in the worker: downloaded from the page's own origin, or parsed from the user's files.
+
+use js_sys::{Reflect, Uint8Array};
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{ReadableStreamDefaultReader, Response, WorkerGlobalScope};
+
+use super::WorkerError;
+use crate::data::{
+    MAX_IDX_BYTES, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS,
+};
+use crate::platform::js_error;
+
+/// MNIST's four files in the order they are fetched and given.
+const FILES: [&str; 4] = [TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS];
+
+/// Train images, train labels, test images and test labels, each named as the user knows it:
+/// MNIST's name when downloaded, their own otherwise.
+pub fn split(files: Vec<(String, Vec<u8>)>) -> Result<Mnist, WorkerError> {
+    let [(ti, tib), (tl, tlb), (ei, eib), (el, elb)]: [(String, Vec<u8>); 4] = files
+        .try_into()
+        .map_err(|files: Vec<_>| WorkerError::FileCount(files.len()))?;
+    Ok(Mnist {
+        train: MnistSplit::from_idx(&ti, &tib, &tl, &tlb)?,
+        test: MnistSplit::from_idx(&ei, &eib, &el, &elb)?,
+    })
+}
+
+/// Streams `url` into memory, reporting the fraction received; refuses more than any MNIST
+/// file can hold.
+async fn fetch_bytes(
+    file: &str,
+    url: &str,
+    on_progress: &dyn Fn(f64),
+) -> Result<Vec<u8>, WorkerError> {
+    let failed = |message: String| WorkerError::Download {
+        file: file.to_string(),
+        message,
+    };
+    let scope: WorkerGlobalScope = js_sys::global().unchecked_into();
+    let response: Response = JsFuture::from(scope.fetch_with_str(url))
+        .await
+        .and_then(|r| r.dyn_into())
+        .map_err(|e| failed(js_error(e)))?;
+    if !response.ok() {
+        return Err(failed(format!("HTTP {} for {url}", response.status())));
+    }
+    let length = response
+        .headers()
+        .get("content-length")
+        .ok()
+        .flatten()
+        .and_then(|l| l.parse::<f64>().ok());
+    let body = response
+        .body()
+        .ok_or_else(|| failed("empty response".into()))?;
+    let reader: ReadableStreamDefaultReader = body
+        .get_reader()
+        .dyn_into()
+        .map_err(|e| failed(js_error(e.into())))?;
+    let mut bytes = Vec::new();
+    loop {
+        let chunk = JsFuture::from(reader.read())
+            .await
+            .map_err(|e| failed(js_error(e)))?;
+        if Reflect::get(&chunk, &"done".into())
+            .ok()
+            .and_then(|d| d.as_bool())
+            .unwrap_or(true)
+        {
+            break;
+        }
+        let value: Uint8Array = Reflect::get(&chunk, &"value".into())
+            .and_then(|v| v.dyn_into())
+            .map_err(|e| failed(js_error(e)))?;
+        let start = bytes.len();
+        if (start + value.length() as usize) as u64 > MAX_IDX_BYTES {
+            return Err(WorkerError::TooLarge {
+                file: file.to_string(),
+                limit: MAX_IDX_BYTES as usize,
+            });
+        }
+        bytes.resize(start + value.length() as usize, 0);
+        value.copy_to(&mut bytes[start..]);
+        // A server may send the .gz with Content-Encoding: then more bytes arrive than announced.
+        if let Some(length) = length {
+            on_progress((bytes.len() as f64 / length).min(1.0));
+        }
+    }
+    Ok(bytes)
+}
+
+/// Downloads the gzipped MNIST files served beside the page, reporting overall progress.
+pub async fn download(on_progress: impl Fn(f64, &str)) -> Result<Mnist, WorkerError> {
+    let mut files = Vec::new();
+    for (index, name) in FILES.iter().enumerate() {
+        let report =
+            |fraction: f64| on_progress((index as f64 + fraction) / FILES.len() as f64, name);
+        report(0.0);
+        // Relative to the worker's script, which lies beside the page.
+        let bytes = fetch_bytes(name, &format!("./{name}.gz"), &report).await?;
+        files.push((name.to_string(), bytes));
+    }
+    on_progress(1.0, "parsing");
+    split(files)
+}

@@ -1,0 +1,326 @@
+//! The training worker: the page's own wasm module, started a second time in a dedicated Web
+//! Worker (web/worker.js). It holds MNIST, the device and the current model, runs the training
+//! loop and answers the page's questions about the model, so that the page's main thread only
+//! draws (src/page/trainer.rs is the page's side).
+
+mod mnist;
+pub mod protocol;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use burn::prelude::Device;
+use thiserror::Error;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::closure::Closure;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+use crate::config::{ConfigError, ModelKind, TrainConfig};
+use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistBatcher};
+use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
+use crate::model::Net;
+use crate::predict::{predicted, probabilities};
+use crate::train::{TrainControl, TrainError, TrainEvent, evaluate, train, train_from};
+use crate::weights::{WeightsError, from_safetensors, to_cpu, to_safetensors};
+use protocol::{Envelope, GalleryDigit, Reply, Request};
+
+/// Test digits in the gallery: the first ones, then the first mistakes among the next.
+const GALLERY_FIRST: usize = 24;
+const GALLERY_MISTAKES: usize = 12;
+const GALLERY_SEARCH: usize = 1000;
+
+#[derive(Debug, Error)]
+pub enum WorkerError {
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error(transparent)]
+    Idx(#[from] IdxError),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[error(transparent)]
+    Weights(#[from] WeightsError),
+    #[error("{file}: download failed: {message}")]
+    Download { file: String, message: String },
+    #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
+    TooLarge { file: String, limit: usize },
+    #[error("MNIST takes four files, not {0}")]
+    FileCount(usize),
+    #[error("a digit is {IMAGE_PIXELS} pixels, not {0}")]
+    DigitSize(usize),
+    #[error("MNIST is not loaded yet")]
+    NoData,
+    #[error("no model yet: train one, or load a weights file")]
+    NoModel,
+    #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
+    OtherModel {
+        loaded: ModelKind,
+        chosen: ModelKind,
+    },
+}
+
+/// The current model, on the CPU backend whatever trained it: evaluating and predicting need no
+/// GPU, and training on from it copies it to the run's device.
+struct Model {
+    net: Net,
+    kind: ModelKind,
+}
+
+#[derive(Default)]
+struct State {
+    device: Option<(BackendChoice, TrainDevice)>,
+    data: Option<Rc<Mnist>>,
+    control: Option<TrainControl>,
+    model: Option<Rc<Model>>,
+}
+
+type Shared = Rc<RefCell<State>>;
+type Answer = Result<(Reply, Vec<Vec<u8>>), WorkerError>;
+
+fn post(id: u32, message: Reply, payloads: Vec<Vec<u8>>) {
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let envelope = Envelope {
+        id,
+        message,
+        payloads,
+    };
+    let posted = envelope.to_js().and_then(|(value, transfer)| {
+        scope
+            .post_message_with_transfer(&value, &transfer)
+            .map_err(crate::platform::js_error)
+    });
+    if let Err(error) = posted {
+        web_sys::console::error_1(&format!("the worker could not answer: {error}").into());
+    }
+}
+
+/// The worker's entry point: answers each request the page posts, in its own task, so that a
+/// run's control requests and questions about the model are answered between training steps.
+pub fn start() {
+    std::panic::set_hook(Box::new(|info| {
+        web_sys::console::error_1(&info.to_string().into());
+        post(0, Reply::Crashed(info.to_string()), Vec::new());
+    }));
+    let state = Shared::default();
+    let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let request = match Envelope::<Request>::from_js(&event.data()) {
+            Ok(request) => request,
+            Err(error) => {
+                web_sys::console::error_1(&format!("the worker got {error}").into());
+                return;
+            }
+        };
+        let state = state.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let id = request.id;
+            let (reply, payloads) = answer(&state, request)
+                .await
+                .unwrap_or_else(|error| (Reply::Failed(error.to_string()), Vec::new()));
+            post(id, reply, payloads);
+        });
+    });
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+    on_message.forget();
+    post(0, Reply::Ready, Vec::new());
+}
+
+fn done() -> Answer {
+    Ok((Reply::Done, Vec::new()))
+}
+
+async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
+    let Envelope {
+        id,
+        message,
+        payloads,
+    } = request;
+    let control = state.borrow().control.clone();
+    match message {
+        Request::Device(choice) => {
+            let device = device_for(state, choice).await?;
+            let fallback = (device.kind == BackendKind::Cpu && choice != BackendChoice::Cpu)
+                .then(|| device.reason.clone());
+            let description = device.to_string();
+            Ok((
+                Reply::Device {
+                    description,
+                    fallback,
+                },
+                Vec::new(),
+            ))
+        }
+        Request::Download => {
+            let data = mnist::download(|fraction, file| {
+                let file = file.to_string();
+                post(id, Reply::DataProgress { fraction, file }, Vec::new());
+            })
+            .await?;
+            Ok((use_data(state, data), Vec::new()))
+        }
+        Request::UseFiles { names } => {
+            let data = mnist::split(names.into_iter().zip(payloads).collect())?;
+            Ok((use_data(state, data), Vec::new()))
+        }
+        Request::Train {
+            config,
+            backend,
+            from_model,
+        } => run(state, id, config, backend, from_model).await,
+        // A control request that arrives after its run ended has nothing to do.
+        Request::Pause => {
+            control.inspect(TrainControl::pause);
+            done()
+        }
+        Request::Resume => {
+            control.inspect(TrainControl::resume);
+            done()
+        }
+        Request::Stop => {
+            control.inspect(TrainControl::stop);
+            done()
+        }
+        Request::SetLr(lr) => {
+            control.map(|control| control.set_lr(lr)).transpose()?;
+            done()
+        }
+        Request::LoadModel(kind) => {
+            let weights = payloads.into_iter().next().unwrap_or_default();
+            let net = from_safetensors(weights, kind, &Device::flex())?;
+            state.borrow_mut().model = Some(Rc::new(Model { net, kind }));
+            done()
+        }
+        Request::Evaluate { len } => {
+            let (model, data) = model_and_data(state)?;
+            let len = data.test.len_within(Some(len));
+            let batcher = MnistBatcher::new(Device::flex());
+            let report = evaluate(&model.net, &data.test, len, &batcher, 0).await?;
+            Ok((Reply::Evaluated(report), Vec::new()))
+        }
+        Request::Gallery => gallery(state).await,
+        Request::Predict => {
+            let model = state.borrow().model.clone().ok_or(WorkerError::NoModel)?;
+            let pixels = payloads.into_iter().next().unwrap_or_default();
+            if pixels.len() != IMAGE_PIXELS {
+                return Err(WorkerError::DigitSize(pixels.len()));
+            }
+            let batcher = MnistBatcher::new(Device::flex());
+            let [digits] = probabilities(&model.net, &pixels, &batcher).await?[..] else {
+                unreachable!("one digit in, one row of probabilities out")
+            };
+            Ok((Reply::Probabilities(digits), Vec::new()))
+        }
+    }
+}
+
+/// The device for `choice`, selected once per choice.
+async fn device_for(state: &Shared, choice: BackendChoice) -> Result<TrainDevice, DeviceError> {
+    if let Some((chosen, device)) = &state.borrow().device
+        && *chosen == choice
+    {
+        return Ok(device.clone());
+    }
+    let device = select_device(choice).await?;
+    state.borrow_mut().device = Some((choice, device.clone()));
+    Ok(device)
+}
+
+fn use_data(state: &Shared, data: Mnist) -> Reply {
+    let (train, test) = (data.train.len(), data.test.len());
+    state.borrow_mut().data = Some(Rc::new(data));
+    Reply::Data { train, test }
+}
+
+fn model_and_data(state: &Shared) -> Result<(Rc<Model>, Rc<Mnist>), WorkerError> {
+    let state = state.borrow();
+    let model = state.model.clone().ok_or(WorkerError::NoModel)?;
+    Ok((model, state.data.clone().ok_or(WorkerError::NoData)?))
+}
+
+/// One run; its events go to the page as they come, its model stays here as the current one
+/// and goes to the page as a `.safetensors` file.
+async fn run(
+    state: &Shared,
+    id: u32,
+    config: TrainConfig,
+    backend: BackendChoice,
+    from_model: bool,
+) -> Answer {
+    let data = state.borrow().data.clone().ok_or(WorkerError::NoData)?;
+    let start = match from_model {
+        true => match state.borrow().model.clone() {
+            Some(model) if model.kind == config.model => Some(model.net.clone()),
+            Some(model) => {
+                return Err(WorkerError::OtherModel {
+                    loaded: model.kind,
+                    chosen: config.model,
+                });
+            }
+            None => return Err(WorkerError::NoModel),
+        },
+        false => None,
+    };
+    let device = device_for(state, backend).await?;
+    let control = TrainControl::default();
+    state.borrow_mut().control = Some(control.clone());
+    let mut device_lost = false;
+    let on_event = |event: TrainEvent| {
+        device_lost |= matches!(event, TrainEvent::DeviceLost { .. });
+        if !matches!(event, TrainEvent::Checkpoint(_)) {
+            post(id, Reply::Event(event), Vec::new());
+        }
+    };
+    let trained = match start {
+        Some(net) => train_from(net, &config, &data, &device.device, &control, on_event).await,
+        None => train(&config, &data, &device.device, &control, on_event).await,
+    };
+    state.borrow_mut().control = None;
+    let trained = trained?;
+    // The lost GPU stays lost: later runs train on the CPU.
+    if device_lost {
+        let cpu = TrainDevice {
+            reason: "the GPU was lost".to_string(),
+            ..select_device(BackendChoice::Cpu).await?
+        };
+        state.borrow_mut().device = Some((backend, cpu));
+    }
+    let net = to_cpu(&trained.model, config.model).await?;
+    let weights = to_safetensors(&net)?;
+    state.borrow_mut().model = Some(Rc::new(Model {
+        net,
+        kind: config.model,
+    }));
+    Ok((Reply::Trained(trained.outcome), vec![weights]))
+}
+
+/// The current model's guesses on the first test digits and on some of its mistakes among the
+/// next; each digit's pixels are a payload.
+async fn gallery(state: &Shared) -> Answer {
+    let (model, data) = model_and_data(state)?;
+    let count = data.test.len().min(GALLERY_SEARCH);
+    let pixels: Vec<u8> = (0..count)
+        .flat_map(|i| data.test.image(i).iter().copied())
+        .collect();
+    let batcher = MnistBatcher::new(Device::flex());
+    let guesses = probabilities(&model.net, &pixels, &batcher).await?;
+    let digit = |index: usize| GalleryDigit {
+        index,
+        truth: data.test.label(index),
+        guess: predicted(&guesses[index]),
+    };
+    let wrong = |index: &usize| {
+        let digit = digit(*index);
+        digit.guess != usize::from(digit.truth)
+    };
+    let shown: Vec<usize> = (0..count.min(GALLERY_FIRST))
+        .chain((GALLERY_FIRST..count).filter(wrong).take(GALLERY_MISTAKES))
+        .collect();
+    let payloads = shown.iter().map(|&i| data.test.image(i).to_vec()).collect();
+    Ok((
+        Reply::Gallery(shown.into_iter().map(digit).collect()),
+        payloads,
+    ))
+}
