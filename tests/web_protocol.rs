@@ -61,7 +61,10 @@ async fn a_training_request_crosses_with_its_settings() {
     else {
         panic!("a training request became {:?}", back.message);
     };
-    assert_eq!((crossed, backend, from_model), (config, BackendChoice::Gpu, true));
+    assert_eq!(
+        (crossed, backend, from_model),
+        (config, BackendChoice::Gpu, true)
+    );
 }
 
 #[wasm_bindgen_test]

@@ -100,7 +100,8 @@ struct Session {
     trainer: Rc<Trainer>,
     /// The training and test set sizes, once MNIST is loaded.
     data: Option<(usize, usize)>,
-    paused: bool,
+    /// Whether the run in progress is paused; `None` between runs.
+    paused: Option<bool>,
     /// The last run's model (a diverged run's last finite weights), a kept or a loaded one.
     model: Option<Rc<current::ModelFile>>,
 }
@@ -120,7 +121,7 @@ pub fn start() {
     let session = Rc::new(RefCell::new(Session {
         trainer,
         data: None,
-        paused: false,
+        paused: None,
         model: None,
     }));
     wire_form();
@@ -369,12 +370,14 @@ fn use_data(session: &Shared, (train, test): (usize, usize)) {
     session.borrow_mut().data = Some((train, test));
 }
 
-/// Sends a pause, resume, stop or learning rate to the run; a refusal is shown.
-fn control(session: &Shared, request: Request) {
+/// Sends a pause, resume, stop or learning rate to the run; a refusal is shown. `then` runs
+/// once the worker has it; the loop acts on it before its next step.
+fn control(session: &Shared, request: Request, then: impl FnOnce() + 'static) {
     let trainer = session.borrow().trainer.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        if let Err(error) = trainer.control(request).await {
-            show_error(&error.to_string());
+        match trainer.control(request).await {
+            Ok(()) => then(),
+            Err(error) => show_error(&error.to_string()),
         }
     });
 }
@@ -391,24 +394,28 @@ fn wire_controls(session: &Shared) {
     });
     let s = session.clone();
     dom::on("pause", "click", move |_| {
-        let paused = !s.borrow().paused;
-        s.borrow_mut().paused = paused;
-        control(
-            &s,
-            if paused {
-                Request::Pause
-            } else {
-                Request::Resume
-            },
-        );
-        set_state(if paused {
-            State::Paused
-        } else {
-            State::Training
+        let Some(paused) = s.borrow().paused else {
+            return;
+        };
+        let request = match paused {
+            true => Request::Resume,
+            false => Request::Pause,
+        };
+        let s2 = s.clone();
+        control(&s, request, move || {
+            // Unless the run ended meanwhile.
+            if let Some(state) = s2.borrow_mut().paused.as_mut() {
+                *state = !paused;
+                set_state(if paused {
+                    State::Training
+                } else {
+                    State::Paused
+                });
+            }
         });
     });
     let s = session.clone();
-    dom::on("stop", "click", move |_| control(&s, Request::Stop));
+    dom::on("stop", "click", move |_| control(&s, Request::Stop, || {}));
     let s = session.clone();
     dom::on("apply-lr", "click", move |_| {
         let mut lr = TrainConfig::default();
@@ -416,7 +423,7 @@ fn wire_controls(session: &Shared) {
             .set("lr", &dom::value("lr"))
             .and_then(|_| check_lr(lr.lr))
         {
-            Ok(()) => control(&s, Request::SetLr(lr.lr)),
+            Ok(()) => control(&s, Request::SetLr(lr.lr), || {}),
             Err(error) => show_error(&error.to_string()),
         }
     });
@@ -579,7 +586,7 @@ async fn run(session: &Shared) -> Result<(), PageError> {
         return Ok(());
     };
     let backend = show_device(session, choice).await?;
-    session.borrow_mut().paused = false;
+    session.borrow_mut().paused = Some(false);
     set_state(State::Training);
     set_text("log", "");
     set_text("test-accuracy", "–");
@@ -595,9 +602,11 @@ async fn run(session: &Shared) -> Result<(), PageError> {
     };
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
     let trainer = session.borrow().trainer.clone();
-    let (outcome, weights) = trainer
+    let trained = trainer
         .train(config.clone(), choice, from_model, on_event)
-        .await?;
+        .await;
+    session.borrow_mut().paused = None;
+    let (outcome, weights) = trained?;
     let about = {
         let metrics = metrics.borrow();
         let result = match metrics.epochs.last() {
