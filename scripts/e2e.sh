@@ -7,10 +7,13 @@ port=${PORT:-8090}
 dist=${CARGO_TARGET_DIR:-target}/e2e-dist
 
 trunk build --offline --dist "$dist"
+# Another server on the port would be the one these tests drive.
+if curl -fs "http://127.0.0.1:$port/" >/dev/null; then
+  echo "e2e: port $port is taken (set PORT)" >&2
+  exit 1
+fi
 python3 -m http.server "$port" --bind 127.0.0.1 --directory "$dist" >/dev/null 2>&1 &
 server=$!
 trap 'kill $server' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
-# A server that could not bind means another one holds the port: these tests would drive it.
-kill -0 "$server" 2>/dev/null || { echo "e2e: port $port is taken (set PORT)" >&2; exit 1; }
 WEBTRAIN_URL="http://127.0.0.1:$port" WEBTRAIN_CLI=${CARGO_TARGET_DIR:-target}/debug/webtrain node --test --test-concurrency=1 tests/e2e/page.test.mjs
