@@ -1,6 +1,6 @@
 // The in-browser half of `make soak`: the page trains as QUERY says; after each epoch the
-// memory it reports (wasm memory, and the GPU memory burn reserves) and Chromium's JS heap are
-// recorded. Prints one JSON object.
+// memory it reports (the worker's wasm memory, and the GPU memory burn reserves) and the main
+// thread's JS heap are recorded. Prints one JSON object.
 //   node bench/soak.mjs WEBTRAIN_URL QUERY
 import { chromium } from 'playwright-core';
 import { chromiumFlags } from './tfjs.mjs';

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """`make soak`: long runs must not leak. Trains SOAK_EPOCHS (10) epochs with the CLI and in the
 page in headless Chromium, prints the memory after every epoch (the process's RSS natively;
-the wasm memory, and the GPU memory burn reserves, in the page; Chromium's JS heap for
-information), and fails if a gated figure grows by 5 % or more from epoch 2 to the last.
+the training worker's wasm memory and the GPU memory burn reserves, in the page; the main
+thread's JS heap for information), and fails if a gated figure grows by 5 % or more from
+epoch 2 to the last.
 
 Environment: SOAK_EPOCHS, SOAK_BACKEND (auto), SOAK_TRAIN_LIMIT (all 60,000),
 CARGO_TARGET_DIR (the release CLI and BENCH_DIST, the page's release build, come from there).
