@@ -323,13 +323,10 @@ impl MnistBatcher {
 
     /// The samples at `indices` of `split`, normalised, on the batcher's device.
     pub fn batch(&self, split: &MnistSplit, indices: &[usize]) -> MnistBatch {
-        let pixels: Vec<u8> = indices
-            .iter()
-            .flat_map(|&i| split.image(i).iter().copied())
-            .collect();
+        let pixels = indices.iter().flat_map(|&i| split.image(i).iter().copied());
         let labels: Vec<i64> = indices.iter().map(|&i| i64::from(split.label(i))).collect();
         MnistBatch {
-            images: self.images(&pixels),
+            images: self.normalise(indices.len(), pixels),
             targets: Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device),
         }
     }
@@ -338,10 +335,13 @@ impl MnistBatcher {
     /// [n, 1, 28, 28] on the batcher's device; a last partial image is left out.
     pub fn images(&self, pixels: &[u8]) -> Tensor<4> {
         let n = pixels.len() / IMAGE_PIXELS;
-        let values: Vec<f32> = pixels[..n * IMAGE_PIXELS]
-            .iter()
-            .map(|&p| self.normalised[p as usize])
-            .collect();
+        self.normalise(n, pixels[..n * IMAGE_PIXELS].iter().copied())
+    }
+
+    /// `n` images' bytes, normalised straight into the tensor's values: a training batch is
+    /// not copied twice.
+    fn normalise(&self, n: usize, pixels: impl Iterator<Item = u8>) -> Tensor<4> {
+        let values: Vec<f32> = pixels.map(|p| self.normalised[p as usize]).collect();
         Tensor::from_data(
             TensorData::new(values, [n, 1, IMAGE_SIDE, IMAGE_SIDE]),
             &self.device,
