@@ -12,7 +12,8 @@ if curl -fs "http://127.0.0.1:$port/" >/dev/null; then
   echo "e2e: port $port is taken (set PORT)" >&2
   exit 1
 fi
-python3 -m http.server "$port" --bind 127.0.0.1 --directory "$dist" >/dev/null 2>&1 &
+# With the headers `make serve` sends (Trunk.toml's [serve.headers]).
+python3 scripts/serve.py "$dist" "$port" &
 server=$!
 trap 'kill $server' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done

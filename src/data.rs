@@ -39,6 +39,8 @@ pub enum IdxProblem {
     Gzip(String),
     #[error("inflates to more than {} MiB, too large for MNIST", MAX_IDX_BYTES >> 20)]
     TooLarge,
+    #[error("holds more than {} MiB, too large for MNIST", MAX_IDX_BYTES >> 20)]
+    RawTooLarge,
     #[error("truncated header: {found} bytes, an IDX {kind} header needs {needed}")]
     TruncatedHeader {
         kind: &'static str,
@@ -134,7 +136,10 @@ pub fn inflate(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
         return Err(error(IdxProblem::Empty));
     }
     if !bytes.starts_with(&GZIP_MAGIC) {
-        return Ok(bytes.to_vec());
+        return match bytes.len() as u64 > MAX_IDX_BYTES {
+            true => Err(error(IdxProblem::RawTooLarge)),
+            false => Ok(bytes.to_vec()),
+        };
     }
     let mut out = Vec::new();
     flate2::read::GzDecoder::new(bytes)
@@ -284,7 +289,11 @@ impl Mnist {
             } else {
                 gz
             };
-            std::fs::read(&path).map_err(|source| match source.kind() {
+            // No further than the limit and a byte: enough to know a file is too large.
+            let mut bytes = Vec::new();
+            let read = std::fs::File::open(&path)
+                .and_then(|file| file.take(MAX_IDX_BYTES + 1).read_to_end(&mut bytes));
+            read.map(|_| bytes).map_err(|source| match source.kind() {
                 std::io::ErrorKind::NotFound => DataError::Missing { path: path.clone() },
                 _ => DataError::Io {
                     path: path.clone(),

@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod device;
+pub mod json_float;
 pub mod metrics;
 pub mod model;
 pub mod optimizer;
@@ -14,6 +15,7 @@ pub mod optimizer;
 pub mod page;
 pub mod platform;
 pub mod predict;
+pub mod step;
 pub mod train;
 pub mod weights;
 #[cfg(target_arch = "wasm32")]

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::checkpoint::Position;
 use crate::config::TrainConfig;
 use crate::train::{Divergence, EpochReport, MemoryReport, Outcome, TrainEvent};
 
@@ -11,6 +12,7 @@ use crate::train::{Divergence, EpochReport, MemoryReport, Outcome, TrainEvent};
 pub struct LossPoint {
     pub step: usize,
     pub epoch: usize,
+    #[serde(with = "crate::json_float")]
     pub loss: f32,
 }
 
@@ -81,9 +83,7 @@ impl RunMetrics {
                 reason,
                 resumed_at_step,
             } => {
-                self.losses.retain(|point| point.step <= *resumed_at_step);
-                self.lr_changes
-                    .retain(|change| change.step <= *resumed_at_step);
+                self.forget_steps_after(*resumed_at_step);
                 self.device_lost = Some(reason.clone());
             }
             TrainEvent::Diverged(divergence) => {
@@ -98,6 +98,20 @@ impl RunMetrics {
                 self.samples_per_sec = *samples_per_sec;
             }
         }
+    }
+
+    /// Forgets what the run did after `position`, where it is resumed and records it again.
+    pub fn truncate_to(&mut self, position: &Position) {
+        self.forget_steps_after(position.step);
+        self.epochs.retain(|report| report.epoch < position.epoch);
+        self.memory.retain(|report| report.epoch < position.epoch);
+        self.outcome = None;
+        self.divergence = None;
+    }
+
+    fn forget_steps_after(&mut self, step: usize) {
+        self.losses.retain(|point| point.step <= step);
+        self.lr_changes.retain(|change| change.step <= step);
     }
 
     pub fn to_json(&self) -> String {

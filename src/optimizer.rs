@@ -97,9 +97,10 @@ impl Optimizer {
                 let v = v
                     .mul_scalar(beta2)
                     .add(grad.square().mul_scalar(1.0 - beta2));
-                let t = self.steps as i32;
-                let correction1 = 1.0 - beta1.powi(t);
-                let correction2 = 1.0 - beta2.powi(t);
+                // As PyTorch computes them (a float power): any step count gives a correction.
+                let t = self.steps as f64;
+                let correction1 = 1.0 - beta1.powf(t);
+                let correction2 = 1.0 - beta2.powf(t);
                 let denominator = v
                     .clone()
                     .sqrt()

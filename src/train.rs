@@ -4,9 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
-use burn::module::{ModuleMapper, Param};
 use burn::nn::loss::CrossEntropyLossConfig;
-use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::kind::Basic;
 use burn::tensor::{Element, ExecutionError};
@@ -20,6 +18,7 @@ use crate::data::{Mnist, MnistBatch, MnistBatcher, MnistSplit, epoch_order};
 use crate::model::{Net, NetConfig};
 use crate::optimizer::Optimizer;
 use crate::platform;
+use crate::step::Stepper;
 
 /// Test batches are larger than training ones: no gradients are kept.
 const EVAL_BATCH: usize = 1000;
@@ -37,7 +36,17 @@ pub enum TrainError {
     #[error("the GPU was lost: {0}")]
     DeviceLost(String),
     #[error(transparent)]
-    Checkpoint(#[from] CheckpointError),
+    Checkpoint(CheckpointError),
+}
+
+/// Whichever read notices that the GPU is gone, the run goes on on the CPU.
+impl From<CheckpointError> for TrainError {
+    fn from(error: CheckpointError) -> Self {
+        match error {
+            CheckpointError::DeviceLost(reason) => Self::DeviceLost(reason),
+            other => Self::Checkpoint(other),
+        }
+    }
 }
 
 impl From<ExecutionError> for TrainError {
@@ -62,6 +71,7 @@ pub struct StepReport {
     /// Training samples of this epoch done, this batch included.
     pub seen: usize,
     pub epoch_len: usize,
+    #[serde(with = "crate::json_float::option")]
     pub loss: Option<f32>,
     /// Training samples per second of training time so far.
     pub samples_per_sec: f64,
@@ -76,6 +86,7 @@ pub const CLASSES: usize = 10;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct EpochReport {
     pub epoch: usize,
+    #[serde(with = "crate::json_float")]
     pub test_loss: f32,
     pub correct: usize,
     pub total: usize,
@@ -112,6 +123,7 @@ pub struct Divergence {
     pub epoch: usize,
     pub step: usize,
     pub lr: f64,
+    #[serde(with = "crate::json_float")]
     pub loss: f32,
 }
 
@@ -215,16 +227,6 @@ impl TrainControl {
 pub struct Trained {
     pub model: Net,
     pub outcome: Outcome,
-}
-
-/// Makes every parameter an autodiff leaf that keeps its gradient: weights made or loaded off
-/// the autodiff device are neither, and moving them to it does not change that.
-struct TrackGradients;
-
-impl ModuleMapper for TrackGradients {
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        param.map(|tensor| tensor.autodiff().require_grad())
-    }
 }
 
 /// Where a run starts from: its weights, its optimizer and the step it takes next.
@@ -363,13 +365,11 @@ async fn run_on(
 ) -> Result<Trained, TrainError> {
     let epoch_len = data.train.len_within(config.train_limit);
     let test_len = data.test.len_within(config.test_limit);
-    let autodiff = device.clone().autodiff();
-    let mut model = start.model.fork(&autodiff).map(&mut TrackGradients);
+    let stepper = Stepper::new(device);
+    let mut model = stepper.trainable(start.model);
     let mut optim = start.optimizer;
     // What a diverged run returns: the last weights whose loss was read and finite.
     let mut last_finite = model.clone();
-    let loss_fn = CrossEntropyLossConfig::new().init(&autodiff);
-    let batcher = MnistBatcher::new(autodiff.clone());
     let test_batcher = MnistBatcher::new(device.clone());
 
     let batches_per_epoch = epoch_len.div_ceil(config.batch_size);
@@ -385,6 +385,9 @@ async fn run_on(
         let first = position.batch;
         for (batch, indices) in order.chunks(config.batch_size).enumerate().skip(first) {
             if !control.proceed().await {
+                // Where a stopped run goes on from: a checkpoint of the step it stopped at.
+                *last = Checkpoint::capture(&config, position, &order, &model, &optim).await?;
+                on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
                 on_event(TrainEvent::Done {
                     outcome: Outcome::Stopped,
                     samples_per_sec: rate(position.trained_samples, training_time),
@@ -402,7 +405,6 @@ async fn run_on(
                 });
             }
             let started = Instant::now();
-            let MnistBatch { images, targets } = batcher.batch(&data.train, indices);
             // Reading the loss waits for the device: only every log interval, so the queue stays
             // full, and at the end of an epoch, so that the epoch's training time holds all its
             // work rather than leaving some to the evaluation.
@@ -410,9 +412,8 @@ async fn run_on(
             let checked = logged || batch + 1 == batches_per_epoch;
             // The weights this loss is computed with: kept if it is finite.
             let weights = checked.then(|| model.clone());
-            let loss = loss_fn.forward(model.forward(images), targets);
-            let grads = GradientsParams::from_grads(loss.backward(), &model);
-            model = optim.step(config.lr, model, grads);
+            let loss;
+            (model, loss) = stepper.step(model, &mut optim, config.lr, &data.train, indices);
             position.step += 1;
             position.batch = batch + 1;
             let read = match checked {

@@ -5,6 +5,7 @@
 
 use burn::prelude::*;
 use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, SafetensorsStore};
+use safetensors::{Dtype, SafeTensors};
 use thiserror::Error;
 
 use crate::checkpoint::{CheckpointError, model_from_weights, read_weights};
@@ -22,6 +23,11 @@ pub enum WeightsError {
     Save(String),
     #[error("these weights do not fit {model}: {reason}")]
     Load { model: ModelKind, reason: String },
+    #[error(
+        "the weights' {tensor} holds {count} {} NaN or infinite: they cannot be trained or evaluated",
+        if *.count == 1 { "value that is" } else { "values that are" }
+    )]
+    NotFinite { tensor: String, count: usize },
 }
 
 /// burn's store errors span several lines; the CLI and the page show one.
@@ -69,6 +75,8 @@ pub fn from_safetensors(
         return Err(WeightsError::TooLarge(bytes.len()));
     }
     let mismatch = |reason: String| WeightsError::Load { model, reason };
+    // Looked for before the store takes the bytes; reported once they are known to fit.
+    let non_finite = first_non_finite(&bytes);
     let mut net = NetConfig::from(model).init(device, 0);
     let mut store =
         SafetensorsStore::from_bytes(Some(bytes)).with_from_adapter(PyTorchToBurnAdapter);
@@ -81,7 +89,29 @@ pub fn from_safetensors(
             result.unused.join(", ")
         )));
     }
-    Ok(net)
+    match non_finite {
+        Some((tensor, count)) => Err(WeightsError::NotFinite { tensor, count }),
+        None => Ok(net),
+    }
+}
+
+/// The first float32 tensor, by name, that holds a NaN or an infinity, and how many.
+fn first_non_finite(bytes: &[u8]) -> Option<(String, usize)> {
+    let file = SafeTensors::deserialize(bytes).ok()?;
+    let mut names = file.names();
+    names.sort();
+    names.into_iter().find_map(|name| {
+        let view = file.tensor(name).ok()?;
+        let count = match view.dtype() {
+            Dtype::F32 => view
+                .data()
+                .chunks_exact(4)
+                .filter(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite())
+                .count(),
+            _ => 0,
+        };
+        (count > 0).then(|| (name.to_string(), count))
+    })
 }
 
 #[cfg(test)]
@@ -123,6 +153,27 @@ mod tests {
         assert_eq!(
             tensors(&to_safetensors(&copy).unwrap()),
             tensors(&to_safetensors(&net).unwrap())
+        );
+    }
+
+    #[test]
+    fn weights_with_a_nan_or_an_infinity_are_refused() {
+        let device = Device::flex();
+        let bytes = to_safetensors(&NetConfig::from(ModelKind::LenetSmall).init(&device, 1));
+        let mut bytes = bytes.unwrap();
+        // The last two values of the file's data (the header is JSON text before it).
+        let end = bytes.len();
+        bytes[end - 8..end - 4].copy_from_slice(&f32::INFINITY.to_le_bytes());
+        bytes[end - 4..].copy_from_slice(&f32::NAN.to_le_bytes());
+        let error = from_safetensors(bytes, ModelKind::LenetSmall, &device).unwrap_err();
+        assert!(
+            matches!(error, WeightsError::NotFinite { count: 2, .. }),
+            "{error}"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("holds 2 values that are NaN or infinite")
         );
     }
 

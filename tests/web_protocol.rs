@@ -9,7 +9,7 @@ use wasm_bindgen_test::*;
 use web_sys::{MessageChannel, MessageEvent};
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::device::BackendChoice;
-use webtrain::train::{EpochReport, TrainEvent};
+use webtrain::train::{Divergence, EpochReport, TrainEvent};
 use webtrain::worker::protocol::{Envelope, Reply, Request};
 
 wasm_bindgen_test_configure!(run_in_browser);
@@ -30,7 +30,10 @@ where
         .unwrap();
     let event: MessageEvent = JsFuture::from(received).await.unwrap().dyn_into().unwrap();
     let sent = transfer.iter().map(|b| b.dyn_into().unwrap()).collect();
-    (Envelope::from_js(&event.data()).unwrap(), sent)
+    (
+        Envelope::from_js(&event.data()).unwrap_or_else(|e| panic!("{e:?}")),
+        sent,
+    )
 }
 
 #[wasm_bindgen_test]
@@ -103,4 +106,75 @@ async fn an_epoch_report_crosses_whole() {
     .await;
     assert!(matches!(back.message, Reply::Event(TrainEvent::Epoch(ref r)) if *r == report));
     assert!(back.message.is_progress(), "more follows an event");
+}
+
+#[wasm_bindgen_test]
+async fn non_finite_numbers_cross_as_themselves() {
+    let diverged = Divergence {
+        epoch: 1,
+        step: 3,
+        lr: 1e6,
+        loss: f32::NAN,
+    };
+    let (back, _) = cross(Envelope {
+        id: 4,
+        message: Reply::Event(TrainEvent::Diverged(diverged)),
+        payloads: Vec::new(),
+    })
+    .await;
+    let Reply::Event(TrainEvent::Diverged(crossed)) = back.message else {
+        panic!("a divergence became {:?}", back.message);
+    };
+    assert!(crossed.loss.is_nan(), "{crossed:?}");
+    assert_eq!((crossed.step, crossed.lr), (3, 1e6));
+
+    let report = EpochReport {
+        epoch: 1,
+        test_loss: f32::INFINITY,
+        correct: 0,
+        total: 10,
+        confusion: [[0; 10]; 10],
+    };
+    let (back, _) = cross(Envelope {
+        id: 5,
+        message: Reply::Evaluated(report.clone()),
+        payloads: Vec::new(),
+    })
+    .await;
+    assert!(matches!(back.message, Reply::Evaluated(ref r) if *r == report));
+
+    let mut probabilities = [0.1; 10];
+    probabilities[..3].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
+    let (back, _) = cross(Envelope {
+        id: 6,
+        message: Reply::Probabilities(probabilities),
+        payloads: Vec::new(),
+    })
+    .await;
+    let Reply::Probabilities(crossed) = back.message else {
+        panic!("probabilities became {:?}", back.message);
+    };
+    assert!(crossed[0].is_nan());
+    assert_eq!(crossed[1..], probabilities[1..]);
+}
+
+#[wasm_bindgen_test]
+fn an_unreadable_message_names_its_request() {
+    let value = js_sys::Object::new();
+    for (key, field) in [
+        ("id", wasm_bindgen::JsValue::from(9)),
+        ("message", r#"{"Evaluated":{"epoch":"one"}}"#.into()),
+        ("payloads", js_sys::Array::new().into()),
+    ] {
+        js_sys::Reflect::set(&value, &key.into(), &field).unwrap();
+    }
+    let error = Envelope::<Reply>::from_js(&value).unwrap_err();
+    assert_eq!(error.id, Some(9));
+    assert!(
+        error.reason.starts_with("a bad message"),
+        "{}",
+        error.reason
+    );
+    let error = Envelope::<Reply>::from_js(&js_sys::Object::new().into()).unwrap_err();
+    assert_eq!(error.id, None);
 }

@@ -17,7 +17,7 @@ use crate::config::{ModelKind, TrainConfig};
 use crate::device::BackendChoice;
 use crate::platform::js_error;
 use crate::train::{CLASSES, EpochReport, Outcome, TrainEvent};
-use crate::worker::protocol::{Envelope, GalleryDigit, Reply, Request};
+use crate::worker::protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request};
 
 /// web/worker.js, which trunk copies beside the page.
 const WORKER_SCRIPT: &str = "worker.js";
@@ -79,7 +79,21 @@ impl Trainer {
                         ..
                     }) => crashed(&why),
                     Ok(envelope) => deliver(&pending, envelope),
-                    Err(error) => crashed(&error),
+                    // The worker is alive and said something unreadable: that request fails,
+                    // the others go on.
+                    Err(BadMessage { id, reason }) => match id {
+                        Some(id) => deliver(
+                            &pending,
+                            Envelope {
+                                id,
+                                message: Reply::Failed(format!("the worker's reply was {reason}")),
+                                payloads: Vec::new(),
+                            },
+                        ),
+                        None => {
+                            web_sys::console::error_1(&format!("the worker sent {reason}").into())
+                        }
+                    },
                 }
             })
         };

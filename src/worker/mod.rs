@@ -22,7 +22,7 @@ use crate::model::Net;
 use crate::predict::{predicted, probabilities};
 use crate::train::{TrainControl, TrainError, TrainEvent, evaluate, train, train_from};
 use crate::weights::{WeightsError, from_safetensors, to_cpu, to_safetensors};
-use protocol::{Envelope, GalleryDigit, Reply, Request};
+use protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request};
 
 /// Test digits in the gallery: the first ones, then the first mistakes among the next.
 const GALLERY_FIRST: usize = 24;
@@ -108,8 +108,16 @@ pub fn start() {
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let request = match Envelope::<Request>::from_js(&event.data()) {
             Ok(request) => request,
-            Err(error) => {
-                web_sys::console::error_1(&format!("the worker got {error}").into());
+            // Answered, so that whoever asked does not wait for ever.
+            Err(BadMessage {
+                id: Some(id),
+                reason,
+            }) => {
+                let why = format!("the worker could not read the request: {reason}");
+                return post(id, Reply::Failed(why), Vec::new());
+            }
+            Err(BadMessage { id: None, reason }) => {
+                web_sys::console::error_1(&format!("the worker got {reason}").into());
                 return;
             }
         };

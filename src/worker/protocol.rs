@@ -80,7 +80,7 @@ pub enum Reply {
     Trained(Outcome),
     Evaluated(EpochReport),
     Gallery(Vec<GalleryDigit>),
-    Probabilities([f32; CLASSES]),
+    Probabilities(#[serde(with = "crate::json_float::array")] [f32; CLASSES]),
     Done,
     Failed(String),
 }
@@ -90,6 +90,13 @@ impl Reply {
     pub fn is_progress(&self) -> bool {
         matches!(self, Reply::DataProgress { .. } | Reply::Event(_))
     }
+}
+
+/// A message that could not be read; the request it belongs to, when that much could be.
+#[derive(Debug)]
+pub struct BadMessage {
+    pub id: Option<u32>,
+    pub reason: String,
 }
 
 /// A message and the request it belongs to.
@@ -124,20 +131,26 @@ impl<T: Serialize> Envelope<T> {
 }
 
 impl<T: DeserializeOwned> Envelope<T> {
-    pub fn from_js(value: &JsValue) -> Result<Self, String> {
+    pub fn from_js(value: &JsValue) -> Result<Self, BadMessage> {
         let field = |key: &str| Reflect::get(value, &key.into()).unwrap_or(JsValue::UNDEFINED);
-        let id = field("id").as_f64().ok_or("a message without an id")? as u32;
+        let id = field("id").as_f64().map(|id| id as u32);
+        let bad = |reason: &str| BadMessage {
+            id,
+            reason: reason.to_string(),
+        };
+        let id = id.ok_or_else(|| bad("a message without an id"))?;
         let json = field("message")
             .as_string()
-            .ok_or("a message without a body")?;
-        let message = serde_json::from_str(&json).map_err(|e| format!("a bad message: {e}"))?;
+            .ok_or_else(|| bad("a message without a body"))?;
+        let message =
+            serde_json::from_str(&json).map_err(|e| bad(&format!("a bad message: {e}")))?;
         let payloads = field("payloads")
             .dyn_into::<Array>()
-            .map_err(|_| "a message without payloads")?
+            .map_err(|_| bad("a message without payloads"))?
             .iter()
             .map(|array| array.dyn_into::<Uint8Array>().map(|a| a.to_vec()))
             .collect::<Result<_, _>>()
-            .map_err(|_| "a payload that is not bytes")?;
+            .map_err(|_| bad("a payload that is not bytes"))?;
         Ok(Self {
             id,
             message,

@@ -238,6 +238,12 @@ fn idx_cases() -> Vec<Case> {
             "inflates to more than 64 MiB",
         ),
         case(
+            "raw, over 64 MiB (86,000 images)",
+            images(86_000, 28, 28),
+            good_labels.clone(),
+            "holds more than 64 MiB",
+        ),
+        case(
             "gzip of nothing",
             gzip(&[]),
             good_labels.clone(),
@@ -250,6 +256,25 @@ fn idx_cases() -> Vec<Case> {
             "is not that of an IDX image file",
         ),
     ]
+}
+
+/// A `.safetensors` file with each tensor's shape and bytes changed by `change`.
+fn rewritten(bytes: &[u8], change: impl Fn(&str, &mut Vec<usize>, &mut Vec<u8>)) -> Vec<u8> {
+    let file = safetensors::SafeTensors::deserialize(bytes).unwrap();
+    let tensors: Vec<_> = file
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| {
+            let (mut shape, mut data) = (view.shape().to_vec(), view.data().to_vec());
+            change(&name, &mut shape, &mut data);
+            (name, view.dtype(), shape, data)
+        })
+        .collect();
+    let views = tensors.iter().map(|(name, dtype, shape, data)| {
+        let view = safetensors::tensor::TensorView::new(*dtype, shape.clone(), data);
+        (name.clone(), view.unwrap())
+    });
+    safetensors::serialize(views, None).unwrap()
 }
 
 fn weights_cases() -> Vec<Case> {
@@ -265,25 +290,16 @@ fn weights_cases() -> Vec<Case> {
     let mut renamed = lenet.clone();
     let at = renamed.windows(8).position(|w| w == b"fc2.bias").unwrap();
     renamed[at..at + 8].copy_from_slice(b"fc9.bias");
-    let transposed = {
-        let file = safetensors::SafeTensors::deserialize(&lenet).unwrap();
-        let tensors: Vec<_> = file
-            .tensors()
-            .into_iter()
-            .map(|(name, view)| {
-                let mut shape = view.shape().to_vec();
-                if name == "fc1.weight" {
-                    shape.reverse();
-                }
-                (name, view.dtype(), shape, view.data().to_vec())
-            })
-            .collect();
-        let views = tensors.iter().map(|(name, dtype, shape, data)| {
-            let view = safetensors::tensor::TensorView::new(*dtype, shape.clone(), data);
-            (name.clone(), view.unwrap())
-        });
-        safetensors::serialize(views, None).unwrap()
-    };
+    let transposed = rewritten(&lenet, |name, shape, _| {
+        if name == "fc1.weight" {
+            shape.reverse();
+        }
+    });
+    let nan = rewritten(&lenet, |name, _, data| {
+        if name == "conv2.bias" {
+            data[8..12].copy_from_slice(&f32::NAN.to_le_bytes());
+        }
+    });
     vec![
         case("empty", vec![], "these weights do not fit lenet"),
         case(
@@ -317,6 +333,11 @@ fn weights_cases() -> Vec<Case> {
             "these weights do not fit lenet",
         ),
         case(
+            "a NaN in a bias (a diverged run's)",
+            nan,
+            "conv2.bias holds 1 value that is NaN or infinite",
+        ),
+        case(
             "larger than any LeNet's",
             vec![0; 17 << 20],
             "more than any LeNet's weights",
@@ -334,6 +355,7 @@ async fn checkpoint() -> Checkpoint {
     let device = Device::flex();
     let model = NetConfig::from(config.model).init(&device, config.seed);
     let mut optimizer = Optimizer::new(&config);
+    optimizer.steps = 1;
     for (name, weight) in webtrain::checkpoint::read_weights(&model).await.unwrap() {
         let zeros = Tensor::<1>::zeros([weight.num_elements()], &device);
         optimizer.state.insert(name, vec![zeros]);
@@ -342,6 +364,8 @@ async fn checkpoint() -> Checkpoint {
     let position = Position {
         batch: 1,
         step: 1,
+        trained_samples: config.batch_size,
+        training_secs: 0.5,
         ..Position::START
     };
     Checkpoint::capture(&config, position, &order, &model, &optimizer)
@@ -417,6 +441,36 @@ async fn checkpoint_cases() -> Vec<Case> {
             "a position past its epoch",
             spoiled(&|c| c.position.batch = 2),
             "the checkpoint stops at epoch 1, batch 2",
+        ),
+        case(
+            "a negative training time",
+            spoiled(&|c| c.position.training_secs = -1.0),
+            "the checkpoint's training time (-1 s) is not one a run can have taken",
+        ),
+        case(
+            "a training time of 10^20 s",
+            spoiled(&|c| c.position.training_secs = 1e20),
+            "the checkpoint's training time (100000000000000000000 s)",
+        ),
+        case(
+            "a step count at usize::MAX",
+            spoiled(&|c| c.position.step = usize::MAX),
+            "the checkpoint's step is 18446744073709551615; at epoch 1, batch 1 it must be 1",
+        ),
+        case(
+            "trained samples at usize::MAX",
+            spoiled(&|c| c.position.trained_samples = usize::MAX),
+            "the checkpoint's count of trained samples is 18446744073709551615; at epoch 1, batch 1 it must be 64",
+        ),
+        case(
+            "Adam's step count at 2^32",
+            spoiled(&|c| c.optimizer_steps = 1 << 32),
+            "the checkpoint's optimizer's step count is 4294967296",
+        ),
+        case(
+            "an optimizer step count at u64::MAX",
+            spoiled(&|c| c.optimizer_steps = u64::MAX),
+            "the checkpoint's optimizer's step count is 18446744073709551615",
         ),
         case(
             "a data order that repeats a sample",

@@ -247,6 +247,27 @@ test('pause holds the run, resume continues it, stop ends it', async () => {
   await page.close();
 });
 
+test('a run that diverges ends as diverged, its last finite weights downloadable', { timeout: 300_000 }, async () => {
+  // A learning rate of 10^6 from a link: the loss becomes NaN, which the worker's message carries.
+  const page = await open('?epochs=1&train_limit=640&test_limit=100&lr=1000000&model=lenet-small&log_interval=2&backend=cpu');
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="diverged"], body[data-state="error"]', { timeout: 240_000 });
+  assert.equal(await page.$eval('body', (b) => b.dataset.state), 'diverged', await page.textContent('#error'));
+  assert.match(await page.textContent('#error'), /diverged at epoch 1, step \d+ \(lr 1000000\): the loss is (NaN|inf|-inf)/);
+  assert.doesNotMatch(await page.textContent('#error'), /worker/);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
+  const saved = new URL('weights-diverged.safetensors', screenshots).pathname;
+  await download.saveAs(saved);
+  // The last weights whose loss was finite: the CLI evaluates them, no NaN in them.
+  const evaluated = execFileSync(cli, ['eval', '--weights', saved, '--model', 'lenet-small', '--test-limit', '100',
+    '--backend', 'cpu'], { cwd: root.pathname, encoding: 'utf8' });
+  assert.match(evaluated, /Test set: Average loss: \d+\.\d+, Accuracy: \d+\/100/);
+  // The worker lives on: the model it kept is evaluated on request.
+  await page.click('#evaluate');
+  await page.waitForFunction(() => /Test set:/.test(document.querySelector('#log').textContent));
+  await page.close();
+});
+
 test('a bad file of my own is named with its problem', async () => {
   const page = await open('');
   const file = (name, bytes) => ({ name, mimeType: 'application/octet-stream', buffer: Buffer.from(bytes) });
@@ -314,5 +335,38 @@ test('the page loads nothing from other origins: its CSP refuses them', async ()
   assert.equal(outcome, 'TypeError');
   await page.waitForTimeout(200);
   assert.ok(refusals.some((text) => text.includes('connect-src')), refusals.join('\n'));
+  await page.close();
+});
+
+test('the page and its worker are served with the headers a <meta> cannot give', async () => {
+  const page = await browser.newPage();
+  const response = await page.goto(`${base}/`);
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  const headers = response.headers();
+  assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
+  assert.equal(headers['x-content-type-options'], 'nosniff');
+  // The worker takes its policy from its own script's response: another origin is refused
+  // there too, though that origin serves (the same server under another name) and no-cors
+  // would let it answer; its own origin is not.
+  const [worker] = page.workers();
+  assert.ok(worker, 'the training worker runs');
+  const other = base.replace('127.0.0.1', 'localhost');
+  const fetched = await worker.evaluate(async ([own, other]) => {
+    const violations = [];
+    self.addEventListener('securitypolicyviolation', (e) => violations.push(e.violatedDirective));
+    const attempt = (url) => fetch(url, { mode: 'no-cors' }).then(() => 'fetched', (e) => e.name);
+    const result = { own: await attempt(`${own}/index.html`), other: await attempt(`${other}/index.html`) };
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    return { ...result, violations };
+  }, [base, other]);
+  assert.deepEqual(fetched, { own: 'fetched', other: 'TypeError', violations: ['connect-src'] });
+  // Framed by another page, the page is refused.
+  const framing = await browser.newPage();
+  const refused = [];
+  framing.on('console', (m) => refused.push(m.text()));
+  await framing.setContent(`<iframe src="${base}/"></iframe>`);
+  await framing.waitForTimeout(1000);
+  assert.ok(refused.some((text) => text.includes('frame-ancestors')), refused.join('\n'));
+  await framing.close();
   await page.close();
 });

@@ -1,17 +1,22 @@
 //! The native CLI: wires flags, the terminal and the run's output files to the training core.
 
+mod run_folder;
+
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use burn::module::Module;
 use burn::prelude::Device;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
+use run_folder::{CHART, CHECKPOINT, METRICS, RECORD, RunFolder, WEIGHTS};
 use thiserror::Error;
 use webtrain::bench::{self, BenchError};
-use webtrain::checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES};
+use webtrain::checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES, Position};
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
 use webtrain::data::MnistBatcher;
 use webtrain::data::{DataError, Mnist};
@@ -167,7 +172,28 @@ enum CliError {
     },
     #[error("cannot save the model to {}: {message}", .path.display())]
     SaveModel { path: PathBuf, message: String },
+    #[error(
+        "{} already holds a run: give another --out, or go on with that run: --resume {}",
+        .path.display(), .path.join(CHECKPOINT).display()
+    )]
+    RunExists { path: PathBuf },
+    #[error("cannot catch Ctrl-C: {0}")]
+    Signal(String),
+    #[error(
+        "interrupted at epoch {epoch}, step {step}; go on with: webtrain train --resume {}",
+        .checkpoint.display()
+    )]
+    Interrupted {
+        epoch: usize,
+        step: usize,
+        checkpoint: PathBuf,
+    },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    NotSaved(Vec<CliError>),
 }
+
+/// The shell's code for a process ended by Ctrl-C (128 + SIGINT).
+const INTERRUPTED_EXIT: i32 = 130;
 
 impl RunArgs {
     fn config(&self) -> TrainConfig {
@@ -184,13 +210,6 @@ impl RunArgs {
             test_limit: self.setup.test_limit,
         }
     }
-}
-
-fn write(path: &Path, contents: impl AsRef<[u8]>) -> Result<(), CliError> {
-    std::fs::write(path, contents).map_err(|source| CliError::Write {
-        path: path.into(),
-        source,
-    })
 }
 
 /// The validated settings, the data and the device of a run, or why there is none.
@@ -236,16 +255,6 @@ fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, C
 fn load_checkpoint(path: &Path) -> Result<Checkpoint, CliError> {
     let bytes = read_limited(path, MAX_CHECKPOINT_BYTES)?;
     Checkpoint::from_bytes(&bytes).map_err(|source| CliError::Checkpoint {
-        path: path.into(),
-        source,
-    })
-}
-
-/// Replaces `path` whole: a run killed while writing leaves the previous checkpoint intact.
-fn write_atomically(path: &Path, contents: &[u8]) -> Result<(), CliError> {
-    let partial = path.with_extension("partial");
-    write(&partial, contents)?;
-    std::fs::rename(&partial, path).map_err(|source| CliError::Write {
         path: path.into(),
         source,
     })
@@ -309,23 +318,34 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     config.validate()?;
     let (data, device) = load(&args.run.setup)?;
     println!("Backend: {} ({})", device.adapter, device.reason);
-    if let (Some(path), Some(checkpoint)) = (&args.resume, &checkpoint) {
-        let position = checkpoint.position;
-        println!(
-            "Resuming {}: epoch {}, batch {} (step {})",
-            path.display(),
-            position.epoch,
-            position.batch,
-            position.step
-        );
+    let folder = match (&args.resume, &checkpoint) {
+        (Some(path), Some(checkpoint)) => {
+            let position = checkpoint.position;
+            println!(
+                "Resuming {}: epoch {}, batch {} (step {})",
+                path.display(),
+                position.epoch,
+                position.batch,
+                position.step
+            );
+            RunFolder::for_resumed_run(args.out, path)?
+        }
+        _ => RunFolder::for_new_run(args.out)?,
+    };
+    // Resumed where it ran before, the run's metrics and chart go on from what it did there.
+    let earlier = checkpoint
+        .as_ref()
+        .and_then(|checkpoint| folder.metrics_until(&checkpoint.position));
+    let mut metrics = RunMetrics::new(config.clone(), device.to_string());
+    if let Some(earlier) = earlier {
+        metrics.losses = earlier.losses;
+        metrics.epochs = earlier.epochs;
+        metrics.memory = earlier.memory;
+        metrics.lr_changes = earlier.lr_changes;
+        metrics.device_lost = earlier.device_lost;
     }
-    let out = args.out.unwrap_or_else(|| {
-        PathBuf::from("runs").join(chrono::Local::now().format("%Y%m%d-%H%M%S").to_string())
-    });
-    std::fs::create_dir_all(&out).map_err(|source| CliError::Write {
-        path: out.clone(),
-        source,
-    })?;
+    let control = TrainControl::default();
+    let interrupted = stop_on_interrupt(&control)?;
 
     let total = (data.train.len_within(config.train_limit) * config.epochs) as u64;
     let bar = ProgressBar::new(total).with_style(
@@ -334,10 +354,8 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     );
     // Log lines go to stdout whether or not the bar is drawn (it is not when stderr is no terminal).
     let print = |line: String| bar.suspend(|| println!("{line}"));
-    let mut metrics = RunMetrics::new(config.clone(), device.to_string());
-    let control = TrainControl::default();
-    let checkpoint_path = out.join("checkpoint.safetensors");
-    let mut checkpoint_error = None;
+    let mut checkpoints = CheckpointWrites::default();
+    let mut stopped_at = None;
     let on_event = |event: TrainEvent| {
         match &event {
             TrainEvent::Step(step) => {
@@ -354,9 +372,10 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
                 print(format!("Learning rate {lr} from step {step}"))
             }
             TrainEvent::Checkpoint(checkpoint) => {
-                if let Err(error) = write_atomically(&checkpoint_path, &checkpoint.to_bytes()) {
-                    checkpoint_error.get_or_insert(error);
-                }
+                stopped_at = Some(checkpoint.position);
+                checkpoints.write(&folder, checkpoint, |line| {
+                    bar.suspend(|| eprintln!("webtrain: {line}"))
+                });
             }
             TrainEvent::DeviceLost {
                 reason,
@@ -383,31 +402,117 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
             }
         }
         .map_err(CliError::from)
-    })?;
-    if let Some(error) = checkpoint_error {
-        return Err(error);
-    }
+    });
 
-    write(&out.join("metrics.json"), metrics.to_json())?;
-    write(
-        &out.join("loss.svg"),
-        webtrain::chart::render_svg(&metrics)?,
-    )?;
-    let weights = to_safetensors(&trained.model).map_err(|source| CliError::Weights {
-        path: out.join("model.safetensors"),
-        source,
-    })?;
-    write(&out.join("model.safetensors"), weights)?;
-    let model_path = out.join("model.bpk");
-    trained
-        .model
-        .save_file(&model_path)
-        .map_err(|e| CliError::SaveModel {
-            path: model_path.clone(),
-            message: e.to_string(),
-        })?;
-    println!("Wrote {}", out.display());
+    // Whatever the run produced is written before any error is reported: the model first.
+    let model = trained.as_ref().ok().map(|trained| &trained.model);
+    let saved = save_results(&folder, model, &metrics, checkpoints.failure);
+    if let (Err(_), Err(not_saved)) = (&trained, &saved) {
+        eprintln!("webtrain: {not_saved}");
+    }
+    trained?;
+    saved?;
+    if interrupted.load(Ordering::SeqCst) {
+        let Position { epoch, step, .. } = stopped_at.unwrap_or(Position::START);
+        return Err(CliError::Interrupted {
+            epoch,
+            step,
+            checkpoint: folder.file(CHECKPOINT),
+        });
+    }
+    println!("Wrote {}", folder.path().display());
     Ok(())
+}
+
+/// Ctrl-C (or SIGTERM) stops the run at its next step, and its files are written; a second one
+/// ends the process at once.
+fn stop_on_interrupt(control: &TrainControl) -> Result<Arc<AtomicBool>, CliError> {
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let (flag, control) = (interrupted.clone(), control.clone());
+    ctrlc::set_handler(move || {
+        if flag.swap(true, Ordering::SeqCst) {
+            std::process::exit(INTERRUPTED_EXIT);
+        }
+        eprintln!(
+            "webtrain: stopping at the next step and writing the run's files (again to quit now)"
+        );
+        control.stop();
+    })
+    .map_err(|e| CliError::Signal(e.to_string()))?;
+    Ok(interrupted)
+}
+
+/// Writes each checkpoint as it is taken. A write that fails is said at once, once, and the
+/// next checkpoint tries again; the last failure, if the last write failed, is kept.
+#[derive(Default)]
+struct CheckpointWrites {
+    failure: Option<CliError>,
+}
+
+impl CheckpointWrites {
+    fn write(&mut self, folder: &RunFolder, checkpoint: &Checkpoint, say: impl Fn(String)) {
+        match folder.write(CHECKPOINT, &checkpoint.to_bytes()) {
+            Ok(()) => {
+                if self.failure.take().is_some() {
+                    say(format!(
+                        "checkpoints are written again (step {})",
+                        checkpoint.position.step
+                    ));
+                }
+            }
+            Err(error) => {
+                if self.failure.is_none() {
+                    say(format!(
+                        "{error}; training goes on and the next checkpoint tries again"
+                    ));
+                }
+                self.failure = Some(error);
+            }
+        }
+    }
+}
+
+/// The model (weights, then burn's record), the metrics and the chart, each written whatever
+/// happened to the others; the failures, if any.
+fn save_results(
+    folder: &RunFolder,
+    model: Option<&Net>,
+    metrics: &RunMetrics,
+    checkpoint_failure: Option<CliError>,
+) -> Result<(), CliError> {
+    let mut failures = Vec::new();
+    if let Some(model) = model {
+        let weights = to_safetensors(model).map_err(|source| CliError::Weights {
+            path: folder.file(WEIGHTS),
+            source,
+        });
+        failures.extend(
+            weights
+                .and_then(|bytes| folder.write(WEIGHTS, &bytes))
+                .err(),
+        );
+        let record = model
+            .clone()
+            .into_record()
+            .into_bytes()
+            .map_err(|e| CliError::SaveModel {
+                path: folder.file(RECORD),
+                message: e.to_string(),
+            });
+        failures.extend(record.and_then(|bytes| folder.write(RECORD, &bytes)).err());
+    }
+    failures.extend(folder.write(METRICS, metrics.to_json().as_bytes()).err());
+    let chart = webtrain::chart::render_svg(metrics).map_err(CliError::from);
+    failures.extend(
+        chart
+            .and_then(|svg| folder.write(CHART, svg.as_bytes()))
+            .err(),
+    );
+    failures.extend(checkpoint_failure);
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(CliError::NotSaved(failures)),
+    }
 }
 
 pub fn main() -> ExitCode {
@@ -434,7 +539,10 @@ pub fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("webtrain: {error}");
-            ExitCode::from(2)
+            match error {
+                CliError::Interrupted { .. } => ExitCode::from(INTERRUPTED_EXIT as u8),
+                _ => ExitCode::from(2),
+            }
         }
     }
 }

@@ -1,0 +1,195 @@
+//! A run's folder: chosen so that no run overwrites another, and written so that no file in it
+//! is ever half-written.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{ErrorKind, Write};
+use std::path::{Path, PathBuf};
+
+use webtrain::checkpoint::Position;
+use webtrain::metrics::RunMetrics;
+
+use super::CliError;
+
+pub const METRICS: &str = "metrics.json";
+pub const CHART: &str = "loss.svg";
+pub const WEIGHTS: &str = "model.safetensors";
+pub const RECORD: &str = "model.bpk";
+pub const CHECKPOINT: &str = "checkpoint.safetensors";
+/// What a run writes: a folder holding any of these holds a run.
+const RUN_FILES: [&str; 5] = [METRICS, CHART, WEIGHTS, RECORD, CHECKPOINT];
+/// `runs/<timestamp>-<n>` is tried up to this n when runs start in the same second.
+const SAME_SECOND_RUNS: usize = 1000;
+
+pub struct RunFolder {
+    path: PathBuf,
+}
+
+impl RunFolder {
+    /// The folder of a new run: `out`, which must not hold a run already, or a new
+    /// `runs/<timestamp>` of its own.
+    pub fn for_new_run(out: Option<PathBuf>) -> Result<Self, CliError> {
+        let Some(path) = out else {
+            return Self::timestamped(Path::new("runs"));
+        };
+        if holds_run(&path) {
+            return Err(CliError::RunExists { path });
+        }
+        create_all(&path)?;
+        Ok(Self { path })
+    }
+
+    /// The folder a resumed run writes to: `out`, or the checkpoint's own folder. A folder that
+    /// holds a run takes only that run, resumed from its own checkpoint.
+    pub fn for_resumed_run(out: Option<PathBuf>, checkpoint: &Path) -> Result<Self, CliError> {
+        let own = checkpoint.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let path = out.unwrap_or_else(|| own.clone());
+        let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
+            (Ok(a), Ok(b)) => a == b,
+            _ => false,
+        };
+        if holds_run(&path) && !same(&path, &own) {
+            return Err(CliError::RunExists { path });
+        }
+        create_all(&path)?;
+        Ok(Self { path })
+    }
+
+    /// `parent/<timestamp>`, or `-2`, `-3`, … after it when another run took that second.
+    fn timestamped(parent: &Path) -> Result<Self, CliError> {
+        create_all(parent)?;
+        let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
+        for n in 1..=SAME_SECOND_RUNS {
+            let name = match n {
+                1 => stamp.clone(),
+                n => format!("{stamp}-{n}"),
+            };
+            let path = parent.join(name);
+            // create_dir, not create_dir_all: of two runs, only one creates a given folder.
+            match fs::create_dir(&path) {
+                Ok(()) => return Ok(Self { path }),
+                Err(error) if error.kind() == ErrorKind::AlreadyExists => continue,
+                Err(source) => return Err(CliError::Write { path, source }),
+            }
+        }
+        Err(CliError::Write {
+            path: parent.join(stamp),
+            source: ErrorKind::AlreadyExists.into(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn file(&self, name: &str) -> PathBuf {
+        self.path.join(name)
+    }
+
+    /// Replaces the file `name` whole, or leaves the one there as it was: the bytes go to a
+    /// temporary file that is synced, renamed over it, and the rename synced with the folder.
+    pub fn write(&self, name: &str, contents: &[u8]) -> Result<(), CliError> {
+        let path = self.file(name);
+        let partial = self.file(&format!("{name}.partial"));
+        let failed = |source| CliError::Write {
+            path: path.clone(),
+            source,
+        };
+        let mut file = File::create(&partial).map_err(failed)?;
+        file.write_all(contents)
+            .and_then(|()| file.sync_all())
+            .map_err(failed)?;
+        drop(file);
+        fs::rename(&partial, &path).map_err(failed)?;
+        sync_folder(&self.path).map_err(failed)
+    }
+
+    /// The metrics of the run this folder holds, as they stood at `position`: what a run
+    /// resumed there goes on from, so that its metrics and chart hold the whole run.
+    pub fn metrics_until(&self, position: &Position) -> Option<RunMetrics> {
+        let json = fs::read_to_string(self.file(METRICS)).ok()?;
+        let mut metrics: RunMetrics = serde_json::from_str(&json).ok()?;
+        metrics.truncate_to(position);
+        Some(metrics)
+    }
+}
+
+fn holds_run(path: &Path) -> bool {
+    RUN_FILES.iter().any(|name| path.join(name).exists())
+}
+
+fn create_all(path: &Path) -> Result<(), CliError> {
+    fs::create_dir_all(path).map_err(|source| CliError::Write {
+        path: path.into(),
+        source,
+    })
+}
+
+/// Makes a rename in `folder` durable (POSIX: fsync the directory).
+fn sync_folder(folder: &Path) -> std::io::Result<()> {
+    match OpenOptions::new().read(true).open(folder) {
+        Ok(dir) => dir.sync_all(),
+        // Some systems cannot open or sync a directory: the rename is all they offer.
+        Err(_) => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_replace_whole_files_and_leave_no_partial_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let folder = RunFolder::for_new_run(Some(dir.path().join("run"))).unwrap();
+        folder.write(METRICS, b"one").unwrap();
+        folder.write(METRICS, b"two").unwrap();
+        assert_eq!(fs::read(folder.file(METRICS)).unwrap(), b"two");
+        let names: Vec<_> = fs::read_dir(folder.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, [METRICS]);
+    }
+
+    #[test]
+    fn a_folder_holding_a_run_is_not_taken_by_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = dir.path().join("run");
+        RunFolder::for_new_run(Some(run.clone()))
+            .unwrap()
+            .write(CHECKPOINT, b"x")
+            .unwrap();
+        assert!(matches!(
+            RunFolder::for_new_run(Some(run.clone())),
+            Err(CliError::RunExists { .. })
+        ));
+        // Its own checkpoint resumes into it; another run's does not.
+        let resumed = RunFolder::for_resumed_run(None, &run.join(CHECKPOINT)).unwrap();
+        assert_eq!(resumed.path(), run);
+        let other = dir.path().join("other");
+        RunFolder::for_new_run(Some(other.clone()))
+            .unwrap()
+            .write(CHECKPOINT, b"y")
+            .unwrap();
+        assert!(matches!(
+            RunFolder::for_resumed_run(Some(run), &other.join(CHECKPOINT)),
+            Err(CliError::RunExists { .. })
+        ));
+    }
+
+    #[test]
+    fn runs_started_in_the_same_second_get_folders_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let folders: Vec<_> = (0..3)
+            .map(|_| {
+                RunFolder::timestamped(dir.path())
+                    .unwrap()
+                    .path()
+                    .to_path_buf()
+            })
+            .collect();
+        assert_ne!(folders[0], folders[1]);
+        assert_ne!(folders[1], folders[2]);
+        assert_ne!(folders[0], folders[2]);
+    }
+}
