@@ -336,14 +336,14 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let earlier = checkpoint
         .as_ref()
         .and_then(|checkpoint| folder.metrics_until(&checkpoint.position));
-    let mut metrics = RunMetrics::new(config.clone(), device.to_string());
-    if let Some(earlier) = earlier {
-        metrics.losses = earlier.losses;
-        metrics.epochs = earlier.epochs;
-        metrics.memory = earlier.memory;
-        metrics.lr_changes = earlier.lr_changes;
-        metrics.device_lost = earlier.device_lost;
-    }
+    let mut metrics = match earlier {
+        Some(earlier) => RunMetrics {
+            config: config.clone(),
+            backend: device.to_string(),
+            ..earlier
+        },
+        None => RunMetrics::new(config.clone(), device.to_string()),
+    };
     let control = TrainControl::default();
     let interrupted = stop_on_interrupt(&control)?;
 
