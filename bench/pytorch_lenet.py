@@ -10,7 +10,7 @@ Prints one JSON line: throughput (median of `repeats` windows of `steps` steps a
 warm-up, a loss read closing each window as webtrain's do) and, with --target-accuracy, the
 training time (evaluation excluded) to the first epoch whose test accuracy reaches it.
 """
-import argparse, json, os, statistics, time
+import argparse, gzip, json, os, statistics, time
 
 import numpy as np
 import torch, torch.nn as nn, torch.nn.functional as F, torch.optim as optim
@@ -47,9 +47,17 @@ class LeNetSmall(nn.Module):  # webtrain's `lenet-small`: 21,840 parameters
 MODELS = {"lenet": LeNet, "lenet-small": LeNetSmall}
 
 
+def idx_bytes(data, name):
+    """An IDX file's bytes, raw or, when only that is there, gzipped (as webtrain reads them)."""
+    if not os.path.exists(f"{data}/{name}") and os.path.exists(f"{data}/{name}.gz"):
+        with gzip.open(f"{data}/{name}.gz") as f:
+            return np.frombuffer(f.read(), dtype=np.uint8)
+    return np.fromfile(f"{data}/{name}", dtype=np.uint8)
+
+
 def load(data, images, labels):
-    x = np.fromfile(f"{data}/{images}", dtype=np.uint8)[16:].reshape(-1, 1, 28, 28).astype(np.float32) / 255.0
-    y = np.fromfile(f"{data}/{labels}", dtype=np.uint8)[8:].astype(np.int64)
+    x = idx_bytes(data, images)[16:].reshape(-1, 1, 28, 28).astype(np.float32) / 255.0
+    y = idx_bytes(data, labels)[8:].astype(np.int64)
     return torch.from_numpy((x - 0.1307) / 0.3081), torch.from_numpy(y)
 
 
