@@ -133,7 +133,10 @@ fn ctrl_c_writes_everything_and_the_run_resumes_in_its_folder_whole() {
     assert_eq!(output.status.code(), Some(130), "{said}");
     let last = said.lines().last().unwrap_or_default();
     let resume = format!("go on with: webtrain train --resume {out_arg}/checkpoint.safetensors");
-    assert!(last.starts_with("webtrain: interrupted at epoch "), "{said}");
+    assert!(
+        last.starts_with("webtrain: interrupted at epoch "),
+        "{said}"
+    );
     assert!(last.ends_with(&resume), "{said}");
     let stopped = metrics(&out);
     assert_eq!(stopped["outcome"], "stopped");
