@@ -2,12 +2,15 @@
 
 use std::fmt;
 use std::str::FromStr;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use burn::prelude::*;
 use burn::tensor::wgpu::wgpu::{Backend, DeviceType};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
+
+use crate::config::ModelKind;
+use crate::model::NetConfig;
 
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,6 +37,16 @@ pub enum DeviceError {
     UnknownBackend(String),
     #[error("no GPU available: {0}")]
     NoGpu(String),
+    #[error(
+        "a batch of {batch} is too large for this GPU: {model}'s largest tensor would take more \
+         than the {limit_mib} MiB one buffer can hold; the largest batch that fits is {largest}"
+    )]
+    BatchTooLarge {
+        batch: usize,
+        model: ModelKind,
+        limit_mib: u64,
+        largest: usize,
+    },
 }
 
 /// The chosen device and, for the user, what it is and why it was chosen.
@@ -44,24 +57,89 @@ pub struct TrainDevice {
     /// The graphics API and adapter, e.g. "Vulkan — NVIDIA H200", or "CPU (flex)".
     pub adapter: String,
     pub reason: String,
+    /// The GPU's `maxStorageBufferBindingSize`: the most bytes one tensor may take.
+    pub max_buffer_bytes: Option<u64>,
 }
 
-/// A wgpu adapter that initialised, described once per process: the runtime can be
+impl TrainDevice {
+    /// Refuses, before a run, a batch whose largest tensor one buffer of this device cannot
+    /// hold (128 MiB on many adapters), naming the largest batch that fits.
+    pub fn check_batch(&self, model: ModelKind, batch: usize) -> Result<(), DeviceError> {
+        let Some(limit) = self.max_buffer_bytes else {
+            return Ok(());
+        };
+        let largest = largest_batch(model, limit);
+        match batch <= largest {
+            true => Ok(()),
+            false => Err(DeviceError::BatchTooLarge {
+                batch,
+                model,
+                limit_mib: limit >> 20,
+                largest,
+            }),
+        }
+    }
+}
+
+/// The largest batch whose tensors fit in buffers of `limit` bytes.
+pub fn largest_batch(model: ModelKind, limit: u64) -> usize {
+    let per_sample = NetConfig::from(model).largest_tensor_bytes_per_sample();
+    usize::try_from(limit / per_sample).unwrap_or(usize::MAX)
+}
+
+/// A wgpu adapter that initialised, described once per device: a runtime identity can be
 /// initialised only once.
 #[derive(Clone, Debug)]
 struct GpuAdapter {
     device: Device,
     description: String,
     software: bool,
+    max_buffer_bytes: u64,
 }
 
-static GPU: OnceLock<Result<GpuAdapter, String>> = OnceLock::new();
+/// The GPU as last selected, and how many were lost before it.
+struct GpuCache {
+    gpu: Option<Result<GpuAdapter, String>>,
+    lost: usize,
+}
 
+static GPU: Mutex<GpuCache> = Mutex::new(GpuCache { gpu: None, lost: 0 });
+
+fn cache() -> std::sync::MutexGuard<'static, GpuCache> {
+    GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Whether the device still answers: a device lost while idle (a driver reset, a GPU process
+/// that crashed, the tab's device destroyed) fails its next read.
+async fn answers(device: &Device) -> bool {
+    Tensor::<1>::from_floats([1.0], device)
+        .into_data_async()
+        .await
+        .is_ok()
+}
+
+/// The GPU, selected once and again after it is lost, under a new runtime identity where the
+/// platform has one (the browser); a GPU that was never there is not looked for again.
 async fn gpu_adapter() -> Result<GpuAdapter, String> {
-    if let Some(gpu) = GPU.get() {
-        return gpu.clone();
+    let cached = cache().gpu.clone();
+    match cached {
+        Some(Ok(adapter)) if answers(&adapter.device).await => return Ok(adapter),
+        Some(Ok(_)) => {
+            let mut cache = cache();
+            cache.gpu = None;
+            cache.lost += 1;
+        }
+        Some(Err(error)) => return Err(error),
+        None => {}
     }
-    let gpu = match Device::wgpu_options().init_with_setup_async().await {
+    let lost = cache().lost;
+    let options = match lost {
+        0 => Device::wgpu_options(),
+        _ => crate::platform::fresh_gpu(lost).ok_or_else(|| {
+            "the GPU was lost, and this process cannot select it again: start it again".to_string()
+        })?,
+    };
+    let gpu = match options.init_with_setup_async().await {
         Ok((device, setup)) => {
             let info = setup.adapter.get_info();
             let api = match info.backend {
@@ -80,11 +158,13 @@ async fn gpu_adapter() -> Result<GpuAdapter, String> {
                 device,
                 description: format!("{api} — {name}"),
                 software: info.device_type == DeviceType::Cpu,
+                max_buffer_bytes: setup.device.limits().max_storage_buffer_binding_size,
             })
         }
         Err(error) => Err(error.to_string()),
     };
-    GPU.get_or_init(|| gpu).clone()
+    cache().gpu = Some(gpu.clone());
+    gpu
 }
 
 /// Browsers leave GPUAdapterInfo.description (wgpu's adapter name) empty; its vendor and
@@ -124,6 +204,7 @@ fn cpu(reason: String) -> TrainDevice {
         kind: BackendKind::Cpu,
         adapter: "CPU (flex)".to_string(),
         reason,
+        max_buffer_bytes: None,
     }
 }
 
@@ -133,6 +214,7 @@ fn gpu(adapter: GpuAdapter, reason: String) -> TrainDevice {
         kind: BackendKind::Gpu,
         adapter: adapter.description,
         reason,
+        max_buffer_bytes: Some(adapter.max_buffer_bytes),
     }
 }
 
@@ -193,5 +275,39 @@ impl fmt::Display for TrainDevice {
             BackendKind::Gpu => f.write_str(&self.adapter),
             BackendKind::Cpu => write!(f, "CPU — {}", self.reason),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const MIB_128: u64 = 128 << 20;
+
+    #[test]
+    fn the_largest_batch_follows_conv1s_output() {
+        // 134,217,728 / (20·24·24·4 = 46,080) and / 23,040.
+        assert_eq!(largest_batch(ModelKind::Lenet, MIB_128), 2912);
+        assert_eq!(largest_batch(ModelKind::LenetSmall, MIB_128), 5825);
+    }
+
+    #[test]
+    fn a_batch_over_the_buffer_limit_is_refused_by_name() {
+        let gpu = TrainDevice {
+            max_buffer_bytes: Some(MIB_128),
+            ..cpu(String::new())
+        };
+        assert_eq!(gpu.check_batch(ModelKind::Lenet, 2912), Ok(()));
+        let refused = gpu.check_batch(ModelKind::Lenet, 2913).unwrap_err();
+        assert_eq!(
+            refused.to_string(),
+            "a batch of 2913 is too large for this GPU: lenet's largest tensor would take more \
+             than the 128 MiB one buffer can hold; the largest batch that fits is 2912"
+        );
+        // The CPU has no such limit.
+        assert_eq!(
+            cpu(String::new()).check_batch(ModelKind::Lenet, 60_000),
+            Ok(())
+        );
     }
 }

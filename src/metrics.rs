@@ -114,6 +114,29 @@ impl RunMetrics {
         self.lr_changes.retain(|change| change.step <= step);
     }
 
+    /// Keeps at most `max` loss points (at least 2) for a chart of a run of any length: past
+    /// it, neighbouring points are merged in pairs into their mean at the later step. Halving
+    /// keeps the cost linear in the run's length; the points logged since the last halving
+    /// stay as they came.
+    pub fn thin_losses(&mut self, max: usize) {
+        if self.losses.len() <= max.max(2) {
+            return;
+        }
+        let merged = self
+            .losses
+            .chunks(2)
+            .map(|pair| {
+                let last = &pair[pair.len() - 1];
+                let mean = pair.iter().map(|p| p.loss).sum::<f32>() / pair.len() as f32;
+                LossPoint {
+                    loss: mean,
+                    ..last.clone()
+                }
+            })
+            .collect();
+        self.losses = merged;
+    }
+
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("metrics are plain data")
     }
@@ -123,6 +146,28 @@ impl RunMetrics {
 mod tests {
     use super::*;
     use crate::train::StepReport;
+
+    #[test]
+    fn thinning_bounds_the_points_and_keeps_the_curve() {
+        let mut metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
+        for step in 1..=100_000 {
+            metrics.losses.push(LossPoint {
+                step,
+                epoch: 1 + step / 1000,
+                loss: 1.0 / step as f32,
+            });
+            metrics.thin_losses(1000);
+            assert!(metrics.losses.len() <= 1000);
+        }
+        assert!(metrics.losses.len() > 500, "{}", metrics.losses.len());
+        let last = metrics.losses.last().unwrap();
+        assert_eq!((last.step, last.epoch), (100_000, 101));
+        assert!(metrics.losses.windows(2).all(|w| w[0].step < w[1].step));
+        assert!(metrics.losses.windows(2).all(|w| w[0].loss >= w[1].loss));
+        // The first point stands for the first losses, 1/1, 1/2, …, merged.
+        let first = &metrics.losses[0];
+        assert!(first.step > 1 && first.loss < 1.0, "{first:?}");
+    }
 
     #[test]
     fn records_logged_losses_epochs_and_outcome() {

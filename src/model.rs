@@ -43,7 +43,18 @@ impl From<ModelKind> for NetConfig {
 
 /// Side of the feature maps after the second pool: 28 -conv5-> 24 -pool-> 12 -conv5-> 8 -pool-> 4.
 const FINAL_SIDE: usize = 4;
+/// Side of conv1's output, the largest feature maps.
+const CONV1_SIDE: usize = 24;
 const KERNEL: usize = 5;
+
+impl NetConfig {
+    /// Bytes of the largest tensor a training step makes per sample: conv1's output and its
+    /// gradient, c1 maps of 24×24 floats (46 KB for lenet). Burn's direct convolution, the
+    /// browser's, makes nothing larger; the whole batch of it must fit in one GPU buffer.
+    pub fn largest_tensor_bytes_per_sample(&self) -> u64 {
+        (self.conv1_channels * CONV1_SIDE * CONV1_SIDE * size_of::<f32>()) as u64
+    }
+}
 
 /// Draws every parameter from U(-1/√fan_in, 1/√fan_in), which is what PyTorch's
 /// kaiming_uniform(a=√5) weights and its bias init both come to. The values are drawn on the

@@ -46,6 +46,20 @@ pub async fn sleep_ms(ms: u32) {
     std::thread::sleep(std::time::Duration::from_millis(ms.into()));
 }
 
+/// Options that select the GPU again after the `lost`th device was lost, as a runtime identity
+/// of its own. The browser picks its adapter by power preference alone, so any kind names it;
+/// natively the kinds index adapters, and a lost one is not selected again in the process.
+#[cfg(target_arch = "wasm32")]
+pub fn fresh_gpu(lost: usize) -> Option<burn::tensor::wgpu::WgpuOptions> {
+    use burn::prelude::Device;
+    Some(Device::wgpu_options().device_kind(burn::tensor::DeviceKind::DiscreteGpu(lost)))
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub fn fresh_gpu(_lost: usize) -> Option<burn::tensor::wgpu::WgpuOptions> {
+    None
+}
+
 /// What [`process_memory_bytes`] measures, for the user.
 #[cfg(not(target_arch = "wasm32"))]
 pub const PROCESS_MEMORY: &str = "RSS";

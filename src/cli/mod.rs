@@ -217,6 +217,7 @@ fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError
     let config = args.config();
     config.validate()?;
     let (data, device) = load(&args.setup)?;
+    device.check_batch(config.model, config.batch_size)?;
     Ok((config, data, device))
 }
 
@@ -317,6 +318,7 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     };
     config.validate()?;
     let (data, device) = load(&args.run.setup)?;
+    device.check_batch(config.model, config.batch_size)?;
     println!("Backend: {} ({})", device.adapter, device.reason);
     let folder = match (&args.resume, &checkpoint) {
         (Some(path), Some(checkpoint)) => {

@@ -5,7 +5,7 @@
 
 use std::rc::Rc;
 
-use web_sys::{HtmlButtonElement, HtmlInputElement};
+use web_sys::HtmlInputElement;
 
 use super::dom::{by_id, set_text};
 use super::{PageError, Shared, download, storage};
@@ -21,10 +21,8 @@ pub struct ModelFile {
 
 fn show(session: &Shared, model: ModelFile, how: &str) {
     set_text("model-status", &format!("{how}: {}", model.about));
-    for button in ["download-weights", "evaluate"] {
-        by_id::<HtmlButtonElement>(button).set_disabled(false);
-    }
     session.borrow_mut().model = Some(Rc::new(model));
+    session.borrow().render();
 }
 
 /// Makes `model`, which the worker already holds, the page's model and keeps it in this
@@ -36,10 +34,11 @@ pub async fn keep(session: &Shared, model: ModelFile) -> Result<(), PageError> {
         about: model.about.clone(),
     };
     let how = match storage::save(&stored).await {
-        Ok(()) => "Kept in this browser",
-        Err(_) => "Not kept in this browser (no storage)",
+        Ok(()) => "Kept in this browser".to_string(),
+        Err(PageError::Storage(reason)) => format!("Not kept in this browser: {reason}"),
+        Err(error) => format!("Not kept in this browser: {error}"),
     };
-    show(session, model, how);
+    show(session, model, &how);
     Ok(())
 }
 

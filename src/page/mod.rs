@@ -6,28 +6,24 @@ mod current;
 mod dom;
 mod download;
 mod insight;
+mod phase;
+mod run;
 mod storage;
 mod trainer;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use plotters::prelude::{IntoDrawingArea, WHITE};
-use plotters_canvas::CanvasBackend;
 use thiserror::Error;
 use wasm_bindgen::JsValue;
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{
-    HtmlButtonElement, HtmlElement, HtmlInputElement, HtmlProgressElement, UrlSearchParams,
-};
+use web_sys::{HtmlElement, HtmlProgressElement, UrlSearchParams};
 
-use crate::chart;
 use crate::config::{ConfigError, TrainConfig, check_lr};
 use crate::device::{BackendChoice, DeviceError};
-use crate::metrics::RunMetrics;
-use crate::train::{Outcome, TrainEvent};
 use crate::worker::protocol::Request;
 use dom::{by_id, set_text};
+use phase::{Holding, Phase};
 use trainer::Trainer;
 
 /// Ids of the form's fields; the setting of each is its id with `_` for `-`.
@@ -67,46 +63,37 @@ pub enum PageError {
     Storage(String),
 }
 
-/// The body's `data-state`, which tests and scripts wait on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum State {
-    Loading,
-    Ready,
-    Training,
-    Paused,
-    Done,
-    Stopped,
-    Diverged,
-    Error,
-}
-
-impl State {
-    fn name(self) -> &'static str {
-        match self {
-            State::Loading => "loading",
-            State::Ready => "ready",
-            State::Training => "training",
-            State::Paused => "paused",
-            State::Done => "done",
-            State::Stopped => "stopped",
-            State::Diverged => "diverged",
-            State::Error => "error",
-        }
-    }
-}
-
 /// What the page holds between clicks.
 struct Session {
     trainer: Rc<Trainer>,
+    phase: Phase,
     /// The training and test set sizes, once MNIST is loaded.
     data: Option<(usize, usize)>,
-    /// Whether the run in progress is paused; `None` between runs.
-    paused: Option<bool>,
     /// The last run's model (a diverged run's last finite weights), a kept or a loaded one.
     model: Option<Rc<current::ModelFile>>,
+    worker_gone: bool,
+    /// Runs started so far: an answer asked for before the latest run began is stale.
+    runs: u32,
+}
+
+impl Session {
+    fn render(&self) {
+        let holding = Holding {
+            data: self.data.is_some(),
+            model: self.model.is_some(),
+            worker_gone: self.worker_gone,
+        };
+        phase::render(self.phase, &holding);
+    }
 }
 
 type Shared = Rc<RefCell<Session>>;
+
+thread_local! {
+    /// The page's one session, for the panic hook and the worker's crash, which come from
+    /// outside any handler.
+    static SESSION: RefCell<Option<Shared>> = const { RefCell::new(None) };
+}
 
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
@@ -114,16 +101,19 @@ pub fn start() {
         fail(&format!("internal error: {info}"));
     }));
     prefill_from_query();
-    let trainer = match Trainer::spawn(|why| fail(&format!("the training worker stopped: {why}"))) {
+    let trainer = match Trainer::spawn(worker_stopped) {
         Ok(trainer) => Rc::new(trainer),
         Err(error) => return fail(&error.to_string()),
     };
     let session = Rc::new(RefCell::new(Session {
         trainer,
+        phase: Phase::Loading,
         data: None,
-        paused: None,
         model: None,
+        worker_gone: false,
+        runs: 0,
     }));
+    SESSION.with(|s| *s.borrow_mut() = Some(session.clone()));
     wire_form();
     wire_controls(&session);
     insight::wire_drawing(&session);
@@ -134,24 +124,9 @@ pub fn start() {
     });
 }
 
-fn set_state(state: State) {
-    let body = dom::document().body().expect("a body");
-    let _ = body.dataset().set("state", state.name());
-    let training = matches!(state, State::Training | State::Paused);
-    let ready = !matches!(state, State::Loading) && !training;
-    by_id::<HtmlButtonElement>("start").set_disabled(!ready);
-    by_id::<HtmlButtonElement>("pause").set_disabled(!training);
-    by_id::<HtmlButtonElement>("stop").set_disabled(!training);
-    by_id::<HtmlButtonElement>("apply-lr").set_disabled(!training);
-    by_id::<HtmlButtonElement>("use-files").set_disabled(training);
-    set_text(
-        "pause",
-        if state == State::Paused {
-            "Resume"
-        } else {
-            "Pause"
-        },
-    );
+fn set_phase(session: &Shared, phase: Phase) {
+    session.borrow_mut().phase = phase;
+    session.borrow().render();
 }
 
 fn show_error(message: &str) {
@@ -159,9 +134,37 @@ fn show_error(message: &str) {
     by_id::<HtmlElement>("error").set_hidden(message.is_empty());
 }
 
+/// Shows `message` and puts the page in `Failed`; also from the panic hook, which may come
+/// while the session is borrowed.
 fn fail(message: &str) {
-    show_error(message);
-    set_state(State::Error);
+    fail_with(message, |_| {});
+}
+
+fn fail_with(message: &str, change: impl FnOnce(&mut Session)) {
+    let session = SESSION.with(|s| s.borrow().clone());
+    match session.as_ref().map(|s| s.try_borrow_mut()) {
+        // What failed after the worker stopped failed because it did: that message stands.
+        Some(Ok(session)) if session.worker_gone => {}
+        Some(Ok(mut session)) => {
+            show_error(message);
+            change(&mut session);
+            session.phase = Phase::Failed;
+            session.render();
+        }
+        _ => {
+            show_error(message);
+            let body = dom::document().body().expect("a body");
+            let _ = body.dataset().set("state", Phase::Failed.name());
+        }
+    }
+}
+
+/// The worker is gone for good: every control that asks it is disabled, a reload is offered.
+fn worker_stopped(why: &str) {
+    fail_with(
+        &format!("the training worker stopped: {why}. Reload the page to start again."),
+        |session| session.worker_gone = true,
+    );
 }
 
 fn log(line: &str) {
@@ -337,8 +340,13 @@ async fn show_device(session: &Shared, choice: BackendChoice) -> Result<String, 
 }
 
 async fn boot(session: &Shared) -> Result<(), PageError> {
-    set_state(State::Loading);
-    show_device(session, backend_choice()?).await?;
+    set_phase(session, Phase::Loading);
+    // A device the worker refuses (`?backend=gpu` without WebGPU) is said, and said again at
+    // Start; the page still loads, for the other backends.
+    let device = match show_device(session, backend_choice()?).await {
+        Err(PageError::Worker(refusal)) => Some(refusal),
+        other => other.map(|_| None)?,
+    };
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let trainer = session.borrow().trainer.clone();
     let sizes = trainer
@@ -358,7 +366,10 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     if validate_form().is_ok() {
         show_query_error();
     }
-    set_state(State::Ready);
+    if let Some(refusal) = device {
+        show_error(&refusal);
+    }
+    set_phase(session, Phase::Ready);
     Ok(())
 }
 
@@ -385,16 +396,19 @@ fn control(session: &Shared, request: Request, then: impl FnOnce() + 'static) {
 fn wire_controls(session: &Shared) {
     let s = session.clone();
     dom::on("start", "click", move |_| {
+        let Some((config, choice, train_len)) = begin_run(&s) else {
+            return;
+        };
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            if let Err(error) = run(&s).await {
+            if let Err(error) = run::run(&s, config, choice, train_len).await {
                 fail(&error.to_string());
             }
         });
     });
     let s = session.clone();
     dom::on("pause", "click", move |_| {
-        let Some(paused) = s.borrow().paused else {
+        let Phase::Training { paused } = s.borrow().phase else {
             return;
         };
         let request = match paused {
@@ -404,13 +418,8 @@ fn wire_controls(session: &Shared) {
         let s2 = s.clone();
         control(&s, request, move || {
             // Unless the run ended meanwhile.
-            if let Some(state) = s2.borrow_mut().paused.as_mut() {
-                *state = !paused;
-                set_state(if paused {
-                    State::Training
-                } else {
-                    State::Paused
-                });
+            if s2.borrow().phase.is_training() {
+                set_phase(&s2, Phase::Training { paused: !paused });
             }
         });
     });
@@ -438,6 +447,10 @@ fn wire_controls(session: &Shared) {
     });
     let s = session.clone();
     dom::on("load-weights", "click", move |_| {
+        // The run in progress makes the worker's model its own at the end.
+        if s.borrow().phase.is_training() {
+            return;
+        }
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
             let loaded = match form_config() {
@@ -459,8 +472,13 @@ fn wire_controls(session: &Shared) {
                 .ok()
                 .and_then(|c| c.test_limit)
                 .unwrap_or(usize::MAX);
-            let trainer = s.borrow().trainer.clone();
-            match trainer.evaluate(len).await {
+            let (trainer, runs) = (s.borrow().trainer.clone(), s.borrow().runs);
+            let evaluated = trainer.evaluate(len).await;
+            // A run started meanwhile: its figures are the page's now, not the old model's.
+            if s.borrow().runs != runs {
+                return;
+            }
+            match evaluated {
                 Ok(report) => {
                     log(&report.to_string());
                     set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
@@ -473,6 +491,9 @@ fn wire_controls(session: &Shared) {
             }
         });
     });
+    dom::on("reload", "click", |_| {
+        let _ = web_sys::window().map(|window| window.location().reload());
+    });
     dom::on("copy-link", "click", |_| {
         wasm_bindgen_futures::spawn_local(async {
             if let Err(error) = copy_link().await {
@@ -482,6 +503,12 @@ fn wire_controls(session: &Shared) {
     });
     let s = session.clone();
     dom::on("use-files", "click", move |_| {
+        // Not while MNIST downloads, nor during a run, nor twice at once.
+        let before = s.borrow().phase;
+        if matches!(before, Phase::Loading | Phase::Training { .. }) {
+            return;
+        }
+        set_phase(&s, Phase::Loading);
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
             let trainer = s.borrow().trainer.clone();
@@ -493,139 +520,42 @@ fn wire_controls(session: &Shared) {
                 Ok(sizes) => {
                     use_data(&s, sizes);
                     show_error("");
-                    set_state(State::Ready);
+                    set_phase(&s, Phase::Ready);
                 }
                 // The data already loaded stays usable: only the message changes.
-                Err(error) => show_error(&error.to_string()),
+                Err(error) => {
+                    set_phase(&s, before);
+                    show_error(&error.to_string());
+                }
             }
         });
     });
 }
 
-/// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
-fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<CanvasBackend>) {
-    let Some(backend) = CanvasBackend::new(canvas) else {
-        return;
+/// Checks that a run can start and puts the page in `Training` at once, before anything is
+/// awaited, so that a second click finds Start disabled; what the run is, if it can start.
+fn begin_run(session: &Shared) -> Option<(TrainConfig, BackendChoice, usize)> {
+    let (phase, data, gone) = {
+        let session = session.borrow();
+        (session.phase, session.data, session.worker_gone)
     };
-    let area = backend.into_drawing_area();
-    if let Err(error) = area.fill(&WHITE).and_then(|_| draw(&area, metrics)) {
-        web_sys::console::warn_1(&format!("{canvas}: {error}").into());
+    if gone || matches!(phase, Phase::Loading | Phase::Training { .. }) {
+        return None;
     }
-}
-
-fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) {
-    match event {
-        TrainEvent::Step(step) => {
-            let done = (step.epoch - 1) * step.epoch_len + step.seen;
-            by_id::<HtmlProgressElement>("progress").set_value(done as f64 / total as f64);
-            set_text(
-                "epoch",
-                &format!("{}/{}", step.epoch, metrics.config.epochs),
-            );
-            set_text("step", &step.step.to_string());
-            set_text("speed", &format!("{:.0}", step.samples_per_sec));
-            if let Some(line) = step.log_line() {
-                log(&line);
-                draw("loss-chart", metrics, chart::draw_loss);
-            }
-        }
-        TrainEvent::Epoch(report) => {
-            log(&report.to_string());
-            insight::show_confusion(report);
-            set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
-            draw("accuracy-chart", metrics, chart::draw_accuracy);
-        }
-        TrainEvent::LrChanged { step, lr } => {
-            log(&format!("Learning rate {lr} from step {step}"));
-            draw("loss-chart", metrics, chart::draw_loss);
-        }
-        TrainEvent::Memory(report) => {
-            set_text("memory", &report.to_string());
-            // Exact figures for the soak benchmark (bench/soak.mjs).
-            let figures = by_id::<HtmlElement>("memory").dataset();
-            let _ = figures.set("epoch", &report.epoch.to_string());
-            for (key, bytes) in [
-                ("processBytes", report.process_bytes),
-                ("deviceBytes", report.device_reserved_bytes),
-            ] {
-                let _ = figures.set(key, &bytes.map(|b| b.to_string()).unwrap_or_default());
-            }
-        }
-        TrainEvent::Checkpoint(_) => {}
-        TrainEvent::DeviceLost {
-            reason,
-            resumed_at_step,
-        } => {
-            let message = format!(
-                "The GPU was lost ({reason}). Training goes on on the CPU from step {resumed_at_step}, the last checkpoint."
-            );
-            log(&message);
-            set_text("backend", "CPU — the GPU was lost");
-            show_error(&message);
-            draw("loss-chart", metrics, chart::draw_loss);
-        }
-        TrainEvent::Diverged(divergence) => {
-            let message = format!("Training {divergence}. Try a smaller learning rate.");
-            log(&message);
-            show_error(&message);
-        }
-        TrainEvent::Done {
-            samples_per_sec, ..
-        } => set_text("speed", &format!("{samples_per_sec:.0}")),
-    }
-}
-
-/// One training run from the form's settings, in the worker.
-async fn run(session: &Shared) -> Result<(), PageError> {
-    let Ok(config) = validate_form() else {
-        return Ok(());
+    let Some((train_len, _)) = data else {
+        show_error("MNIST is not loaded yet");
+        return None;
     };
-    let choice = backend_choice()?;
+    let config = validate_form().ok()?;
+    let choice = match backend_choice() {
+        Ok(choice) => choice,
+        Err(error) => {
+            show_error(&error.to_string());
+            return None;
+        }
+    };
     write_query(&config, choice);
-    let Some((train_len, _)) = session.borrow().data else {
-        return Ok(());
-    };
-    let backend = show_device(session, choice).await?;
-    session.borrow_mut().paused = Some(false);
-    set_state(State::Training);
-    set_text("log", "");
-    set_text("test-accuracy", "–");
-    let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
-    let metrics = RunMetrics::new(config.clone(), backend);
-    draw("loss-chart", &metrics, chart::draw_loss);
-    draw("accuracy-chart", &metrics, chart::draw_accuracy);
-    let metrics = Rc::new(RefCell::new(metrics));
-    let m = metrics.clone();
-    let on_event = move |event: TrainEvent| {
-        m.borrow_mut().record(&event);
-        show_event(&event, &m.borrow(), total);
-    };
-    let from_model = by_id::<HtmlInputElement>("from-model").checked();
-    let trainer = session.borrow().trainer.clone();
-    let trained = trainer
-        .train(config.clone(), choice, from_model, on_event)
-        .await;
-    session.borrow_mut().paused = None;
-    let (outcome, weights) = trained?;
-    let about = {
-        let metrics = metrics.borrow();
-        let result = match metrics.epochs.last() {
-            Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
-            None => "not evaluated".to_string(),
-        };
-        format!("{}, trained on {}: {result}", config.model, metrics.backend)
-    };
-    let model = current::ModelFile {
-        kind: config.model,
-        weights,
-        about,
-    };
-    current::keep(session, model).await?;
-    insight::show_gallery(session).await?;
-    set_state(match outcome {
-        Outcome::Completed => State::Done,
-        Outcome::Stopped => State::Stopped,
-        Outcome::Diverged => State::Diverged,
-    });
-    Ok(())
+    session.borrow_mut().runs += 1;
+    set_phase(session, Phase::Training { paused: false });
+    Some((config, choice, train_len))
 }

@@ -5,7 +5,9 @@ use js_sys::{Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{Event, IdbDatabase, IdbOpenDbRequest, IdbRequest, IdbTransactionMode};
+use web_sys::{
+    Event, IdbDatabase, IdbOpenDbRequest, IdbRequest, IdbTransaction, IdbTransactionMode,
+};
 
 use super::PageError;
 use crate::config::ModelKind;
@@ -39,6 +41,18 @@ async fn finished(request: &IdbRequest) -> Result<JsValue, PageError> {
     request.result().map_err(failed)
 }
 
+/// Waits for a transaction to commit: its writes are kept only then. A full disk or a spent
+/// quota aborts it after its requests succeeded, with the reason as its error.
+async fn committed(transaction: &IdbTransaction, writes: Promise) -> Result<(), PageError> {
+    JsFuture::from(writes).await.map_err(|_| {
+        let reason = transaction
+            .error()
+            .map(|error| format!("{}: {}", error.name(), error.message()));
+        PageError::Storage(reason.unwrap_or_else(|| "the browser aborted the write".into()))
+    })?;
+    Ok(())
+}
+
 async fn open() -> Result<IdbDatabase, PageError> {
     let factory = web_sys::window()
         .and_then(|window| window.indexed_db().ok().flatten())
@@ -64,6 +78,11 @@ pub async fn save(model: &StoredModel) -> Result<(), PageError> {
     let transaction = database
         .transaction_with_str_and_mode(STORE, IdbTransactionMode::Readwrite)
         .map_err(failed)?;
+    // Listening before any request is made: the transaction may end before an await returns.
+    let writes = Promise::new(&mut |resolve, reject| {
+        transaction.set_oncomplete(Some(&resolve));
+        transaction.set_onabort(Some(&reject));
+    });
     let store = transaction.object_store(STORE).map_err(failed)?;
     let value = Object::new();
     let weights = Uint8Array::from(model.weights.as_slice());
@@ -74,8 +93,8 @@ pub async fn save(model: &StoredModel) -> Result<(), PageError> {
     ] {
         Reflect::set(&value, &key.into(), &field).map_err(failed)?;
     }
-    finished(&store.put_with_key(&value, &KEY.into()).map_err(failed)?).await?;
-    Ok(())
+    store.put_with_key(&value, &KEY.into()).map_err(failed)?;
+    committed(&transaction, writes).await
 }
 
 /// The kept model, if there is one and it is still readable.

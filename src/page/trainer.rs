@@ -10,7 +10,7 @@ use js_sys::Promise;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
+use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use super::PageError;
 use crate::config::{ModelKind, TrainConfig};
@@ -37,6 +37,8 @@ pub struct Trainer {
     ready: Promise,
     next_id: Cell<u32>,
     pending: PendingMap,
+    /// Why the worker stopped, once it has: nothing asked after that would ever be answered.
+    gone: Rc<RefCell<Option<String>>>,
 }
 
 impl Trainer {
@@ -54,9 +56,17 @@ impl Trainer {
             reject.expect("a promise calls back at once"),
         );
         let on_crash = Rc::new(on_crash);
+        let gone = Rc::new(RefCell::new(None));
         let crashed = {
-            let (pending, on_crash) = (pending.clone(), on_crash.clone());
+            let (pending, on_crash, gone) = (pending.clone(), on_crash.clone(), gone.clone());
+            let worker = worker.clone();
             move |why: &str| {
+                if gone.borrow().is_some() {
+                    return;
+                }
+                *gone.borrow_mut() = Some(why.to_string());
+                // Whatever it still runs is no one's any more.
+                worker.terminate();
                 let _ = reject.call1(&JsValue::NULL, &why.into());
                 // Whoever waits for an answer hears that none will come.
                 pending.borrow_mut().clear();
@@ -99,9 +109,13 @@ impl Trainer {
         };
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         on_message.forget();
-        // The script or the wasm failed to load, or threw outside the Rust panic hook.
-        let on_error = Closure::<dyn FnMut(ErrorEvent)>::new(move |event: ErrorEvent| {
-            crashed(&event.message())
+        // The worker threw outside the Rust panic hook (an ErrorEvent), or its script failed
+        // to load or to compile (a plain Event, with nothing to say).
+        let on_error = Closure::<dyn FnMut(Event)>::new(move |event: Event| {
+            match event.dyn_ref::<ErrorEvent>().map(ErrorEvent::message) {
+                Some(message) if !message.is_empty() => crashed(&message),
+                _ => crashed(&format!("its script ({WORKER_SCRIPT}) could not be loaded")),
+            }
         });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         on_error.forget();
@@ -110,6 +124,7 @@ impl Trainer {
             ready,
             next_id: Cell::new(1),
             pending,
+            gone,
         })
     }
 
@@ -122,6 +137,9 @@ impl Trainer {
         JsFuture::from(self.ready.clone())
             .await
             .map_err(|why| PageError::WorkerGone(js_error(why)))?;
+        if let Some(why) = self.gone.borrow().clone() {
+            return Err(PageError::WorkerGone(why));
+        }
         let id = self.next_id.get();
         self.next_id.set(id + 1);
         let (answer, answered) = oneshot::channel();
@@ -145,7 +163,12 @@ impl Trainer {
         match answered.await {
             Ok((Reply::Failed(message), _)) => Err(PageError::Worker(message)),
             Ok(answer) => Ok(answer),
-            Err(_) => Err(PageError::WorkerGone("it stopped".into())),
+            Err(_) => Err(PageError::WorkerGone(
+                self.gone
+                    .borrow()
+                    .clone()
+                    .unwrap_or_else(|| "it stopped".into()),
+            )),
         }
     }
 

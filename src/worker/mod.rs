@@ -20,7 +20,7 @@ use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistBatcher};
 use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
 use crate::model::Net;
 use crate::predict::{predicted, probabilities};
-use crate::train::{TrainControl, TrainError, TrainEvent, evaluate, train, train_from};
+use crate::train::{TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from};
 use crate::weights::{WeightsError, from_safetensors, to_cpu, to_safetensors};
 use protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request};
 
@@ -53,6 +53,8 @@ pub enum WorkerError {
     DigitSize(usize),
     #[error("MNIST is not loaded yet")]
     NoData,
+    #[error("a run is already going: stop it first")]
+    Busy,
     #[error("no model yet: train one, or load a weights file")]
     NoModel,
     #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
@@ -71,7 +73,6 @@ struct Model {
 
 #[derive(Default)]
 struct State {
-    device: Option<(BackendChoice, TrainDevice)>,
     data: Option<Rc<Mnist>>,
     control: Option<TrainControl>,
     model: Option<Rc<Model>>,
@@ -149,7 +150,7 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
     let control = state.borrow().control.clone();
     match message {
         Request::Device(choice) => {
-            let device = device_for(state, choice).await?;
+            let device = device_for(choice).await?;
             let fallback = (device.kind == BackendKind::Cpu && choice != BackendChoice::Cpu)
                 .then(|| device.reason.clone());
             let description = device.to_string();
@@ -224,16 +225,10 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
     }
 }
 
-/// The device for `choice`, selected once per choice.
-async fn device_for(state: &Shared, choice: BackendChoice) -> Result<TrainDevice, DeviceError> {
-    if let Some((chosen, device)) = &state.borrow().device
-        && *chosen == choice
-    {
-        return Ok(device.clone());
-    }
-    let device = select_device(choice).await?;
-    state.borrow_mut().device = Some((choice, device.clone()));
-    Ok(device)
+/// The device for `choice`, selected at each asking: src/device.rs keeps the GPU while it
+/// answers and selects it again once it is lost, so nothing here can hold a lost one.
+async fn device_for(choice: BackendChoice) -> Result<TrainDevice, DeviceError> {
+    select_device(choice).await
 }
 
 fn use_data(state: &Shared, data: Mnist) -> Reply {
@@ -257,6 +252,9 @@ async fn run(
     backend: BackendChoice,
     from_model: bool,
 ) -> Answer {
+    if state.borrow().control.is_some() {
+        return Err(WorkerError::Busy);
+    }
     let data = state.borrow().data.clone().ok_or(WorkerError::NoData)?;
     let start = match from_model {
         true => match state.borrow().model.clone() {
@@ -271,30 +269,12 @@ async fn run(
         },
         false => None,
     };
-    let device = device_for(state, backend).await?;
+    // Taken before the first await: a second request finds the worker busy.
     let control = TrainControl::default();
     state.borrow_mut().control = Some(control.clone());
-    let mut device_lost = false;
-    let on_event = |event: TrainEvent| {
-        device_lost |= matches!(event, TrainEvent::DeviceLost { .. });
-        if !matches!(event, TrainEvent::Checkpoint(_)) {
-            post(id, Reply::Event(event), Vec::new());
-        }
-    };
-    let trained = match start {
-        Some(net) => train_from(net, &config, &data, &device.device, &control, on_event).await,
-        None => train(&config, &data, &device.device, &control, on_event).await,
-    };
+    let trained = train_on(id, &config, backend, start, &data, &control).await;
     state.borrow_mut().control = None;
     let trained = trained?;
-    // The lost GPU stays lost: later runs train on the CPU.
-    if device_lost {
-        let cpu = TrainDevice {
-            reason: "the GPU was lost".to_string(),
-            ..select_device(BackendChoice::Cpu).await?
-        };
-        state.borrow_mut().device = Some((backend, cpu));
-    }
     let net = to_cpu(&trained.model, config.model).await?;
     let weights = to_safetensors(&net)?;
     state.borrow_mut().model = Some(Rc::new(Model {
@@ -302,6 +282,28 @@ async fn run(
         kind: config.model,
     }));
     Ok((Reply::Trained(trained.outcome), vec![weights]))
+}
+
+/// The run itself, on the device for `backend`; its events go to the page.
+async fn train_on(
+    id: u32,
+    config: &TrainConfig,
+    backend: BackendChoice,
+    start: Option<Net>,
+    data: &Mnist,
+    control: &TrainControl,
+) -> Result<Trained, WorkerError> {
+    let device = device_for(backend).await?;
+    device.check_batch(config.model, config.batch_size)?;
+    let on_event = |event: TrainEvent| {
+        if !matches!(event, TrainEvent::Checkpoint(_)) {
+            post(id, Reply::Event(event), Vec::new());
+        }
+    };
+    Ok(match start {
+        Some(net) => train_from(net, config, data, &device.device, control, on_event).await,
+        None => train(config, data, &device.device, control, on_event).await,
+    }?)
 }
 
 /// The current model's guesses on the first test digits and on some of its mistakes among the

@@ -370,3 +370,151 @@ test('the page and its worker are served with the headers a <meta> cannot give',
   await framing.close();
   await page.close();
 });
+
+// The page's training worker, with what the page asks it recorded in `self.asked`.
+async function recordedWorker(page) {
+  const worker = page.workers()[0] ?? await page.waitForEvent('worker');
+  await worker.evaluate(() => {
+    self.asked = [];
+    const answer = self.onmessage;
+    self.onmessage = (event) => { self.asked.push(event.data); return answer(event); };
+  });
+  return worker;
+}
+
+test('one run at a time: a double click starts one run, and the worker refuses a second', { timeout: 300_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=1280&test_limit=200&log_interval=5&model=lenet-small&backend=cpu');
+  const worker = await recordedWorker(page);
+  await page.$eval('#start', (start) => { start.click(); start.click(); });
+  await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 2);
+  assert.ok(await page.$eval('#start', (b) => b.disabled), 'Start is disabled during a run');
+  // A second training request, as a page without the guard would send: refused, by name.
+  const reply = await worker.evaluate(() => new Promise((resolve) => {
+    const train = self.asked.find((m) => m.message.startsWith('{"Train"'));
+    const id = 4_000_000;
+    const post = self.postMessage.bind(self);
+    self.postMessage = (m, t) => { if (m.id === id) resolve(m.message); return post(m, t); };
+    self.onmessage({ data: { id, message: train.message, payloads: [] } });
+  }));
+  assert.match(reply, /"Failed":"a run is already going/);
+  await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+  const trains = await worker.evaluate(() => self.asked.filter((m) => m.id !== 4_000_000 && m.message.startsWith('{"Train"')).length);
+  assert.equal(trains, 1, 'the page asked for one run');
+  assert.equal((await page.textContent('#log')).match(/Test set:/g).length, 1);
+  assert.equal(await page.textContent('#error'), '');
+  await page.close();
+});
+
+test('my own files wait for MNIST\'s download and for the run', { timeout: 300_000 }, async () => {
+  const context = await browser.newContext();
+  let release;
+  const held = new Promise((resolve) => { release = resolve; });
+  await context.route('**/t10k-labels-idx1-ubyte.gz', async (route) => { await held; await route.continue(); });
+  const page = await context.newPage();
+  await page.goto(`${base}/?epochs=1&train_limit=640&test_limit=100&model=lenet-small&backend=cpu`);
+  // The file names appear once the worker downloads: the wasm runs and has rendered its phase.
+  await page.waitForFunction(() => /Downloading MNIST: /.test(document.querySelector('#data-status').textContent));
+  assert.equal(await page.$eval('body', (b) => b.dataset.state), 'loading');
+  for (const id of ['use-files', 'start', 'load-weights']) {
+    assert.ok(await page.$eval(`#${id}`, (b) => b.disabled), `#${id} is disabled while MNIST downloads`);
+  }
+  release();
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  assert.ok(!await page.$eval('#use-files', (b) => b.disabled));
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="training"]');
+  for (const id of ['use-files', 'start', 'load-weights', 'evaluate']) {
+    assert.ok(await page.$eval(`#${id}`, (b) => b.disabled), `#${id} is disabled during a run`);
+  }
+  await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+  assert.ok(!await page.$eval('#use-files', (b) => b.disabled));
+  await context.close();
+});
+
+test('?backend=gpu in a browser without WebGPU says so, at load and at Start', { timeout: 300_000 }, async () => {
+  const plain = await chromium.launch({
+    executablePath: '/usr/bin/chromium', headless: true,
+    args: flags.filter((flag) => !/webgpu|Vulkan/i.test(flag)),
+  });
+  try {
+    const page = await plain.newPage();
+    await page.goto(`${base}/?epochs=1&train_limit=640&test_limit=100&model=lenet-small&backend=gpu`);
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    assert.match(await page.textContent('#error'), /no GPU available/);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="error"]');
+    assert.match(await page.textContent('#error'), /no GPU available/);
+    // The CPU still trains.
+    await page.selectOption('#backend-choice', 'cpu');
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+  } finally {
+    await plain.close();
+  }
+});
+
+test('a worker whose script fails to load is said, not left loading', async () => {
+  const context = await browser.newContext();
+  await context.route('**/worker.js', (route) => route.fulfill({ status: 404, body: 'not here' }));
+  const page = await context.newPage();
+  await page.goto(`${base}/`);
+  await page.waitForSelector('body[data-state="error"]', { timeout: 60_000 });
+  assert.match(await page.textContent('#error'), /the training worker stopped: its script \(worker\.js\) could not be loaded/);
+  assert.ok(await page.isVisible('#reload'), 'a reload is offered');
+  assert.ok(await page.$eval('#start', (b) => b.disabled));
+  await context.close();
+});
+
+test('a worker that crashes mid-run: the page says so, offers a reload and waits for nothing', { timeout: 300_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&model=lenet-small&backend=cpu');
+  const worker = page.workers()[0];
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 2);
+  await worker.evaluate(() => { setTimeout(() => { throw new Error('boom in the worker'); }); });
+  await page.waitForSelector('body[data-state="error"]', { timeout: 30_000 });
+  assert.match(await page.textContent('#error'), /the training worker stopped: .*boom in the worker/);
+  assert.ok(await page.isVisible('#reload'));
+  for (const id of ['start', 'pause', 'stop', 'evaluate', 'use-files']) {
+    assert.ok(await page.$eval(`#${id}`, (b) => b.disabled), `#${id} is disabled once the worker is gone`);
+  }
+  const step = await page.textContent('#step');
+  await page.waitForTimeout(1000);
+  assert.equal(await page.textContent('#step'), step, 'the stopped worker trains no more');
+  await page.click('#reload');
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await page.close();
+});
+
+test('an evaluation answered after Start does not overwrite the run\'s figures', { timeout: 400_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=640&test_limit=10000&log_interval=5&model=lenet-small&backend=cpu');
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+  // Evaluating 10,000 digits takes the worker a while: its answer comes during the new run.
+  await page.$eval('#evaluate', (evaluate) => { evaluate.click(); document.querySelector('#start').click(); });
+  await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+  assert.equal((await page.textContent('#log')).match(/Test set:/g).length, 1, await page.textContent('#log'));
+  await page.close();
+});
+
+test('a run that logs every step keeps its chart bounded and redraws a few times a second', { timeout: 400_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=3000&batch_size=1&test_limit=100&log_interval=1&model=lenet-small&backend=cpu');
+  const started = Date.now();
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  const seconds = (Date.now() - started) / 1000;
+  const { points, draws } = await page.$eval('#loss-chart', (c) => ({ points: Number(c.dataset.points), draws: Number(c.dataset.draws) }));
+  assert.ok(points > 100 && points <= 2000, `${points} points for 3000 logged losses`);
+  assert.ok(draws <= seconds * 4 + 3, `${draws} redraws in ${seconds} s`);
+  await page.close();
+});
+
+test('a model the browser cannot keep says why', { timeout: 300_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=640&test_limit=100&model=lenet-small&backend=cpu');
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(base).origin, quotaSize: 1024 });
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+  assert.match(await page.textContent('#model-status'), /^Not kept in this browser: QuotaExceededError/);
+  await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(base).origin });
+  await page.close();
+});

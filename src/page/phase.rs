@@ -1,0 +1,79 @@
+//! Where the page is: one value, and the one function that shows it. Every control's state
+//! follows from the phase and from what the page holds (data, a model, a live worker), so that
+//! no click can find a button enabled that the phase does not allow.
+
+use web_sys::HtmlButtonElement;
+
+use super::dom::{self, by_id, set_text};
+use crate::train::Outcome;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// Selecting the device and downloading MNIST.
+    Loading,
+    Ready,
+    /// From the click on Start until the run's answer.
+    Training {
+        paused: bool,
+    },
+    Finished(Outcome),
+    Failed,
+}
+
+impl Phase {
+    /// The body's `data-state`, which tests and scripts wait on.
+    pub fn name(self) -> &'static str {
+        match self {
+            Phase::Loading => "loading",
+            Phase::Ready => "ready",
+            Phase::Training { paused: false } => "training",
+            Phase::Training { paused: true } => "paused",
+            Phase::Finished(Outcome::Completed) => "done",
+            Phase::Finished(Outcome::Stopped) => "stopped",
+            Phase::Finished(Outcome::Diverged) => "diverged",
+            Phase::Failed => "error",
+        }
+    }
+
+    pub fn is_training(self) -> bool {
+        matches!(self, Phase::Training { .. })
+    }
+}
+
+/// What else decides which controls work.
+pub struct Holding {
+    pub data: bool,
+    pub model: bool,
+    /// The worker stopped: nothing can be asked of it any more.
+    pub worker_gone: bool,
+}
+
+/// Shows `phase`: the body's state and every control's.
+pub fn render(phase: Phase, holding: &Holding) {
+    let body = dom::document().body().expect("a body");
+    let _ = body.dataset().set("state", phase.name());
+    let alive = !holding.worker_gone;
+    let training = phase.is_training() && alive;
+    let idle = alive && !matches!(phase, Phase::Loading) && !phase.is_training();
+    let enabled = [
+        ("start", idle && holding.data),
+        ("pause", training),
+        ("stop", training),
+        ("apply-lr", training),
+        ("use-files", idle),
+        ("load-weights", idle),
+        ("evaluate", idle && holding.model && holding.data),
+        ("download-weights", holding.model),
+    ];
+    for (id, enabled) in enabled {
+        by_id::<HtmlButtonElement>(id).set_disabled(!enabled);
+    }
+    by_id::<HtmlButtonElement>("reload").set_hidden(alive);
+    set_text(
+        "pause",
+        match phase {
+            Phase::Training { paused: true } => "Resume",
+            _ => "Pause",
+        },
+    );
+}

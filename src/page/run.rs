@@ -1,0 +1,188 @@
+//! One training run from the page: asked of the worker, its events drawn as they come, its model
+//! kept at the end.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use plotters::prelude::{IntoDrawingArea, WHITE};
+use plotters_canvas::CanvasBackend;
+use web_sys::{HtmlInputElement, HtmlProgressElement};
+
+use super::dom::{by_id, set_text};
+use super::phase::Phase;
+use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
+use crate::chart;
+use crate::config::TrainConfig;
+use crate::device::BackendChoice;
+use crate::metrics::RunMetrics;
+use crate::train::TrainEvent;
+
+/// The charts redraw at most this often, however small the log interval.
+const REDRAW_MS: f64 = 250.0;
+/// Loss points the page keeps for its chart; older ones are merged in pairs beyond it.
+const CHART_POINTS: usize = 2000;
+
+/// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
+pub fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<CanvasBackend>) {
+    let Some(backend) = CanvasBackend::new(canvas) else {
+        return;
+    };
+    let area = backend.into_drawing_area();
+    if let Err(error) = area.fill(&WHITE).and_then(|_| draw(&area, metrics)) {
+        web_sys::console::warn_1(&format!("{canvas}: {error}").into());
+    }
+}
+
+fn now_ms() -> f64 {
+    js_sys::Date::now()
+}
+
+/// The loss chart, redrawn when it has news and `REDRAW_MS` have passed since the last time.
+struct LossChart {
+    drawn_at: f64,
+    stale: bool,
+    draws: u32,
+}
+
+impl LossChart {
+    fn update(&mut self, metrics: &RunMetrics) {
+        if self.stale && now_ms() - self.drawn_at >= REDRAW_MS {
+            self.draw(metrics);
+        }
+    }
+
+    fn draw(&mut self, metrics: &RunMetrics) {
+        draw("loss-chart", metrics, chart::draw_loss);
+        self.drawn_at = now_ms();
+        self.stale = false;
+        self.draws += 1;
+        // What the e2e tests bound: the points drawn and the redraws of this run.
+        let figures = by_id::<web_sys::HtmlElement>("loss-chart").dataset();
+        let _ = figures.set("points", &metrics.losses.len().to_string());
+        let _ = figures.set("draws", &self.draws.to_string());
+    }
+}
+
+/// Shows an event's figures and says whether the loss chart has news.
+fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
+    match event {
+        TrainEvent::Step(step) => {
+            let done = (step.epoch - 1) * step.epoch_len + step.seen;
+            by_id::<HtmlProgressElement>("progress").set_value(done as f64 / total as f64);
+            set_text(
+                "epoch",
+                &format!("{}/{}", step.epoch, metrics.config.epochs),
+            );
+            set_text("step", &step.step.to_string());
+            set_text("speed", &format!("{:.0}", step.samples_per_sec));
+            if let Some(line) = step.log_line() {
+                log(&line);
+            }
+            step.loss.is_some()
+        }
+        TrainEvent::Epoch(report) => {
+            log(&report.to_string());
+            insight::show_confusion(report);
+            set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
+            draw("accuracy-chart", metrics, chart::draw_accuracy);
+            false
+        }
+        TrainEvent::LrChanged { step, lr } => {
+            log(&format!("Learning rate {lr} from step {step}"));
+            true
+        }
+        TrainEvent::Memory(report) => {
+            set_text("memory", &report.to_string());
+            // Exact figures for the soak benchmark (bench/soak.mjs).
+            let figures = by_id::<web_sys::HtmlElement>("memory").dataset();
+            let _ = figures.set("epoch", &report.epoch.to_string());
+            for (key, bytes) in [
+                ("processBytes", report.process_bytes),
+                ("deviceBytes", report.device_reserved_bytes),
+            ] {
+                let _ = figures.set(key, &bytes.map(|b| b.to_string()).unwrap_or_default());
+            }
+            false
+        }
+        TrainEvent::Checkpoint(_) => false,
+        TrainEvent::DeviceLost {
+            reason,
+            resumed_at_step,
+        } => {
+            let message = format!(
+                "The GPU was lost ({reason}). Training goes on on the CPU from step {resumed_at_step}, the last checkpoint."
+            );
+            log(&message);
+            set_text("backend", "CPU — the GPU was lost");
+            show_error(&message);
+            true
+        }
+        TrainEvent::Diverged(divergence) => {
+            let message = format!("Training {divergence}. Try a smaller learning rate.");
+            log(&message);
+            show_error(&message);
+            false
+        }
+        TrainEvent::Done {
+            samples_per_sec, ..
+        } => {
+            set_text("speed", &format!("{samples_per_sec:.0}"));
+            false
+        }
+    }
+}
+
+/// One training run in the worker; the page is already in `Training`.
+pub async fn run(
+    session: &Shared,
+    config: TrainConfig,
+    choice: BackendChoice,
+    train_len: usize,
+) -> Result<(), PageError> {
+    let backend = show_device(session, choice).await?;
+    set_text("log", "");
+    set_text("test-accuracy", "–");
+    let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
+    let metrics = RunMetrics::new(config.clone(), backend);
+    draw("accuracy-chart", &metrics, chart::draw_accuracy);
+    let chart = Rc::new(RefCell::new(LossChart {
+        drawn_at: 0.0,
+        stale: false,
+        draws: 0,
+    }));
+    chart.borrow_mut().draw(&metrics);
+    let metrics = Rc::new(RefCell::new(metrics));
+    let (m, c) = (metrics.clone(), chart.clone());
+    let on_event = move |event: TrainEvent| {
+        let mut metrics = m.borrow_mut();
+        metrics.record(&event);
+        metrics.thin_losses(CHART_POINTS);
+        let mut chart = c.borrow_mut();
+        chart.stale |= show_event(&event, &metrics, total);
+        chart.update(&metrics);
+    };
+    let from_model = by_id::<HtmlInputElement>("from-model").checked();
+    let trainer = session.borrow().trainer.clone();
+    let trained = trainer
+        .train(config.clone(), choice, from_model, on_event)
+        .await;
+    chart.borrow_mut().draw(&metrics.borrow());
+    let (outcome, weights) = trained?;
+    let about = {
+        let metrics = metrics.borrow();
+        let result = match metrics.epochs.last() {
+            Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
+            None => "not evaluated".to_string(),
+        };
+        format!("{}, trained on {}: {result}", config.model, metrics.backend)
+    };
+    let model = current::ModelFile {
+        kind: config.model,
+        weights,
+        about,
+    };
+    current::keep(session, model).await?;
+    insight::show_gallery(session).await?;
+    set_phase(session, Phase::Finished(outcome));
+    Ok(())
+}
