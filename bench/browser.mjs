@@ -3,8 +3,46 @@
 //   node bench/browser.mjs WEBTRAIN_URL TFJS_URL [warmup steps repeats]
 // WEBTRAIN_URL serves a `trunk build --release` of the page, TFJS_URL the repository root.
 // Prints one JSON object.
+import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import { chromium } from 'playwright-core';
 import { benchTfjs, chromiumFlags } from './tfjs.mjs';
+
+export const GPU_COUNTS = readFileSync(new URL('gpu_counts.js', import.meta.url), 'utf8');
+
+// The page's worker script, with the WebGPU counters installed first and the totals kept at
+// each step the worker reports (src/worker's Step events), in globalThis.stepCounts.
+const COUNTED_WORKER = `${GPU_COUNTS}
+globalThis.stepCounts = {};
+const post = self.postMessage.bind(self);
+self.postMessage = (message, transfer) => {
+  if (globalThis.gpuCounts && typeof message?.message === 'string' && message.message.startsWith('{"Event":{"Step"')) {
+    const step = JSON.parse(message.message).Event.Step;
+    globalThis.stepCounts[step.step] = { ...globalThis.gpuCounts, logged: step.loss != null };
+  }
+  return post(message, transfer);
+};
+const { default: init } = await import('./webtrain.js');
+await init();
+`;
+
+// What each step cost the device on average from step `from` to step `to`, and the readbacks
+// made by steps that neither log nor checkpoint (the step after a logged one takes its
+// checkpoint's read).
+function perStep(counts, from, to) {
+  if (!counts?.[from] || !counts?.[to]) return null;
+  const average = {};
+  for (const key of ['dispatches', 'submits', 'uploads', 'upload_bytes', 'readbacks', 'pipelines']) {
+    average[key] = (counts[to][key] - counts[from][key]) / (to - from);
+  }
+  let quiet = 0;
+  for (let step = from + 1; step <= to; step++) {
+    if (!counts[step].logged && !counts[step - 1].logged) {
+      quiet += counts[step].readbacks - counts[step - 1].readbacks;
+    }
+  }
+  return { ...average, steps: to - from, readbacks_on_quiet_steps: quiet };
+}
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -13,7 +51,7 @@ const median = (xs) => {
 
 // Times the page as a user meets it: Start clicked, steps shown. The loss is read back every
 // `steps` steps, so windows run between steps at which the device has caught up.
-async function benchPage(browser, base, backend, { warmup, steps, repeats }) {
+export async function benchPage(browser, base, backend, { warmup, steps, repeats }) {
   const first = Math.max(1, Math.ceil(warmup / steps)) * steps;
   // Step numbers count from 1: the loss of batch b is read at step b + 1.
   const marks = Array.from({ length: repeats + 1 }, (_, i) => first + 1 + i * steps);
@@ -21,6 +59,7 @@ async function benchPage(browser, base, backend, { warmup, steps, repeats }) {
   const query = `?epochs=1&train_limit=${(last + 1) * 64}&test_limit=100&batch_size=64`
     + `&log_interval=${steps}&backend=${backend}`;
   const page = await browser.newPage();
+  await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: COUNTED_WORKER }));
   try {
     await page.goto(`${base}/${query}`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
@@ -43,6 +82,7 @@ async function benchPage(browser, base, backend, { warmup, steps, repeats }) {
       adapter: document.getElementById('backend').textContent,
       error: document.getElementById('error').textContent,
     }));
+    const counts = await page.workers()[0]?.evaluate(() => globalThis.stepCounts).catch(() => null);
     await page.click('#stop').catch(() => {});
     if (!(last in shown)) return { framework: 'webtrain', backend, adapter, ok: false, error: `page ${state}: ${error}` };
     const windowMs = marks.slice(1).map((m, i) => shown[m] - shown[marks[i]]);
@@ -51,21 +91,24 @@ async function benchPage(browser, base, backend, { warmup, steps, repeats }) {
       framework: 'webtrain', backend, adapter, ok: true, batch: 64, warmup_steps: first + 1,
       steps_per_window: steps, window_ms: windowMs, ms_per_step: ms / steps,
       samples_per_s: (steps * 64 * 1000) / ms, first_step_ms: shown[1] - started,
+      log_interval: steps, gpu_per_step: backend === 'gpu' ? perStep(counts, marks[0], last) : null,
     };
   } finally {
     await page.close();
   }
 }
 
-const [webtrainUrl, tfjsUrl, warmup = 20, steps = 50, repeats = 3] = process.argv.slice(2);
-const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: chromiumFlags() });
-try {
-  const options = { warmup: Number(warmup), steps: Number(steps), repeats: Number(repeats) };
-  const webtrain = [];
-  for (const backend of ['gpu', 'cpu']) webtrain.push(await benchPage(browser, webtrainUrl, backend, options));
-  // TF.js takes seconds per step here: a few steps say enough.
-  const tfjs = await benchTfjs(browser, tfjsUrl, { warmup: 2, steps: 5 });
-  console.log(JSON.stringify({ chromium: browser.version(), webtrain, tfjs }));
-} finally {
-  await browser.close();
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const [webtrainUrl, tfjsUrl, warmup = 20, steps = 50, repeats = 3] = process.argv.slice(2);
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: chromiumFlags() });
+  try {
+    const options = { warmup: Number(warmup), steps: Number(steps), repeats: Number(repeats) };
+    const webtrain = [];
+    for (const backend of ['gpu', 'cpu']) webtrain.push(await benchPage(browser, webtrainUrl, backend, options));
+    // TF.js takes seconds per step here: a few steps say enough.
+    const tfjs = await benchTfjs(browser, tfjsUrl, { warmup: 2, steps: 5 });
+    console.log(JSON.stringify({ chromium: browser.version(), webtrain, tfjs }));
+  } finally {
+    await browser.close();
+  }
 }

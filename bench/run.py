@@ -149,10 +149,45 @@ def main():
         ("native CPU: webtrain / PyTorch", ratio(native_cpu, find(rows, "pytorch", "cpu")), 1.0),
     ]
     results["targets"] = [{"what": w, "ratio": r, "target": t, "met": r is not None and r >= t} for w, r, t in targets]
+    results["gpu_work"] = gpu_work(find(page, "webtrain", "gpu"), find(tfjs, "tfjs", "webgpu"))
     results["bundle"]["met"] = results["bundle"]["gzip_bytes"] <= BUNDLE_LIMIT
     (ROOT / "bench/results.json").write_text(json.dumps(results, indent=2) + "\n")
     (ROOT / "bench/RESULTS.md").write_text(markdown(results))
     print(markdown(results))
+
+
+def gpu_work(webtrain, tfjs):
+    """The WebGPU calls per training step (bench/gpu_counts.js) and the issue's targets on them."""
+    ours = (webtrain or {}).get("gpu_per_step")
+    theirs = (tfjs or {}).get("gpu_per_step")
+    checks = []
+    if ours:
+        if theirs and ours["dispatches"]:
+            checks.append(("dispatches: TF.js webgpu / webtrain", theirs["dispatches"] / ours["dispatches"], "≥ 2"))
+        checks.append(("bytes uploaded per step", ours["upload_bytes"], "≤ 1024"))
+        checks.append(("readbacks on steps that neither log nor checkpoint", ours["readbacks_on_quiet_steps"], "0"))
+    met = {"≥ 2": lambda v: v >= 2, "≤ 1024": lambda v: v <= 1024, "0": lambda v: v == 0}
+    return {"webtrain": ours, "tfjs": theirs,
+            "checks": [{"what": w, "value": v, "wanted": t, "met": met[t](v)} for w, v, t in checks]}
+
+
+def gpu_work_markdown(work):
+    if not work["webtrain"]:
+        return ["\nGPU work per step: not counted (no WebGPU run in the page)."]
+    keys = ["dispatches", "submits", "uploads", "upload_bytes", "readbacks", "pipelines"]
+    out = ["\nWebGPU calls per training step in the steady state, counted in the page's worker and in "
+           "TF.js's page by wrapping the WebGPU API from the harness (bench/gpu_counts.js); "
+           f"webtrain logs every {STEPS} steps (a loss read and a checkpoint), averaged over the "
+           f"{work['webtrain'].get('steps', '?')} steps after the warm-up; TF.js reads its loss every step:\n",
+           "| | " + " | ".join(keys) + " |", "|---|" + "---:|" * len(keys)]
+    for name in ["webtrain", "tfjs"]:
+        row = work[name]
+        if row:
+            out.append(f"| {name} | " + " | ".join(f"{row[k]:,.1f}" for k in keys) + " |")
+    out += ["\n| GPU work target | value | wanted | met |", "|---|---:|---:|---|"]
+    for c in work["checks"]:
+        out.append(f"| {c['what']} | {c['value']:,.2f} | {c['wanted']} | {'yes' if c['met'] else 'no'} |")
+    return out
 
 
 def markdown(results):
@@ -191,6 +226,7 @@ def markdown(results):
         when = (f"{reached['training_secs']:.1f} s (epoch {reached['epoch']})" if reached
                 else "not reached")
         out.append(f"- {r['framework']} {r['where']} {r['backend']}: {when}; per epoch: {epochs}")
+    out += gpu_work_markdown(results["gpu_work"])
     first = [r for r in results["rows"] if "first_step_ms" in r]
     out.append("\nThe page, from clicking Start to the first finished step: " + "; ".join(
         f"{r['backend']} {r['first_step_ms'] / 1000:.2f} s" for r in first) + ".")

@@ -15,6 +15,8 @@ export async function benchTfjs(browser, baseUrl, { backends = ['webgpu', 'webgl
   // state or compete for the machine's cores.
   for (const backend of backends) {
     const page = await browser.newPage();
+    // The WebGPU counters of bench/gpu_counts.js, before TF.js loads.
+    await page.addInitScript({ path: new URL('gpu_counts.js', import.meta.url).pathname });
     const errors = [];
     page.on('pageerror', (error) => errors.push(error.message));
     page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));

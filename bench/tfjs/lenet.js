@@ -129,7 +129,11 @@ async function run() {
 
   const losses = [];
   const stepMs = [];
+  // The WebGPU calls of the timed steps, when the harness counts them (bench/gpu_counts.js).
+  const counted = () => globalThis.gpuCounts && { ...globalThis.gpuCounts };
+  let before;
   for (let step = 0; step < warmup + steps; step++) {
+    if (step === warmup) before = counted();
     const start = performance.now();
     // The host-to-device upload is part of the step: TF.js uploads lazily on first use anyway.
     const x = tf.tensor4d(data[step].x, [batch, 28, 28, 1]);
@@ -145,6 +149,10 @@ async function run() {
     if (step >= warmup) stepMs.push(ms);
   }
   checkBackend(backend);
+  const after = counted();
+  const gpuPerStep = backend === 'webgpu' && before && after
+    ? Object.fromEntries(Object.keys(after).map((key) => [key, (after[key] - before[key]) / steps]))
+    : null;
 
   const sorted = [...stepMs].sort((a, b) => a - b);
   const mid = sorted.length >> 1;
@@ -153,6 +161,7 @@ async function run() {
     framework: 'tfjs', version: tf.version.tfjs, backend, ok: true, batch, warmup, steps,
     step_ms: stepMs, ms_per_step: median, samples_per_s: batch * 1000 / median,
     first_loss: losses[0], last_loss: losses[losses.length - 1],
+    gpu_per_step: gpuPerStep && { ...gpuPerStep, steps, log_interval: 1 },
   };
 }
 
