@@ -1,0 +1,176 @@
+//! The form and the links that carry it: the settings a link's query holds, filled into the
+//! form, checked as the user types, and written back into the address and a shareable link.
+
+use wasm_bindgen::JsValue;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{HtmlElement, UrlSearchParams};
+
+use super::dom::{self, by_id, set_text};
+use super::{PageError, show_error};
+use crate::config::{ConfigError, TrainConfig};
+use crate::device::{BackendChoice, DeviceError};
+
+/// Ids of the form's fields; the setting of each is its id with `_` for `-`.
+const FIELDS: [&str; 10] = [
+    "model",
+    "optimizer",
+    "lr",
+    "momentum",
+    "batch-size",
+    "epochs",
+    "seed",
+    "log-interval",
+    "train-limit",
+    "test-limit",
+];
+
+fn search() -> String {
+    web_sys::window()
+        .and_then(|window| window.location().search().ok())
+        .unwrap_or_default()
+}
+
+/// The settings a link's query carries (`?lr=0.05&batch_size=128&backend=cpu`), as written.
+fn query_pairs(search: &str) -> Vec<(String, String)> {
+    let Ok(params) = UrlSearchParams::new_with_str(search) else {
+        return Vec::new();
+    };
+    let names = FIELDS.iter().map(|id| id.replace('-', "_"));
+    names
+        .chain(["backend".to_string()])
+        .filter_map(|name| Some((name.clone(), params.get(&name)?)))
+        .collect()
+}
+
+/// The run a link describes, checked as the form checks it: what the page shows in `#error`
+/// when it opens such a link.
+pub fn settings_from_query(search: &str) -> Result<(TrainConfig, BackendChoice), PageError> {
+    let pairs = query_pairs(search);
+    let mut backend = BackendChoice::Auto;
+    let mut settings = Vec::new();
+    for (name, value) in &pairs {
+        match name.as_str() {
+            "backend" => backend = value.parse()?,
+            _ => settings.push((name.as_str(), value.as_str())),
+        }
+    }
+    Ok((TrainConfig::from_pairs(settings)?, backend))
+}
+
+/// Fills the form from the URL's query, so a run can be shared as a link. Bad values land in
+/// the form, where validation marks them, and the first problem is shown.
+pub(super) fn prefill_from_query() {
+    let search = search();
+    for (name, value) in query_pairs(&search) {
+        let id = match name.as_str() {
+            "backend" => "backend-choice".to_string(),
+            _ => name.replace('_', "-"),
+        };
+        let before = dom::value(&id);
+        dom::set_value(&id, &value);
+        // A select refuses a value that is none of its options: it keeps its own then.
+        if dom::value(&id) != value {
+            dom::set_value(&id, &before);
+        }
+    }
+    show_query_error();
+}
+
+/// What is wrong with the link the page was opened with, if anything.
+pub(super) fn show_query_error() {
+    if let Err(error) = settings_from_query(&search()) {
+        show_error(&error.to_string());
+    }
+}
+
+fn form_pairs() -> Vec<(String, String)> {
+    FIELDS
+        .iter()
+        .map(|id| (id.replace('-', "_"), dom::value(id)))
+        .collect()
+}
+
+pub(super) fn form_config() -> Result<TrainConfig, ConfigError> {
+    TrainConfig::from_pairs(form_pairs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
+}
+
+pub(super) fn backend_choice() -> Result<BackendChoice, DeviceError> {
+    dom::value("backend-choice").parse()
+}
+
+/// Marks each field whose value is bad on its own and shows what is wrong with the form.
+pub(super) fn validate_form() -> Result<TrainConfig, ConfigError> {
+    for ((name, value), id) in form_pairs().iter().zip(FIELDS) {
+        let mut alone = TrainConfig::default();
+        let bad = alone
+            .set(name, value)
+            .and_then(|_| alone.validate())
+            .is_err();
+        let _ = by_id::<HtmlElement>(id)
+            .class_list()
+            .toggle_with_force("invalid", bad);
+    }
+    let result = form_config();
+    show_error(
+        &result
+            .as_ref()
+            .err()
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+    );
+    result
+}
+
+pub(super) fn wire_form() {
+    for id in FIELDS {
+        dom::on(id, "input", |_| {
+            let _ = validate_form();
+        });
+    }
+}
+
+/// The page's address with every setting in its query: a link that restores the form.
+fn settings_link(config: &TrainConfig, choice: BackendChoice) -> Option<String> {
+    let params = UrlSearchParams::new().ok()?;
+    for (name, value) in config.pairs() {
+        params.append(name, &value);
+    }
+    params.append("backend", &choice.to_string());
+    let location = web_sys::window()?.location();
+    Some(format!(
+        "{}{}?{}",
+        location.origin().ok()?,
+        location.pathname().ok()?,
+        String::from(params.to_string())
+    ))
+}
+
+/// Writes the run's settings into the URL without reloading.
+pub(super) fn write_query(config: &TrainConfig, choice: BackendChoice) {
+    let history = web_sys::window().and_then(|w| w.history().ok());
+    if let (Some(history), Some(link)) = (history, settings_link(config, choice)) {
+        let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&link));
+    }
+}
+
+/// Shows the link to the form's settings and copies it to the clipboard.
+pub(super) async fn copy_link() -> Result<(), PageError> {
+    let (config, choice) = (validate_form()?, backend_choice()?);
+    let link = settings_link(&config, choice).unwrap_or_default();
+    write_query(&config, choice);
+    dom::set_value("share-link", &link);
+    by_id::<HtmlElement>("share-link").set_hidden(false);
+    let clipboard = web_sys::window().map(|w| w.navigator().clipboard());
+    let copied = match clipboard {
+        Some(clipboard) => JsFuture::from(clipboard.write_text(&link)).await.is_ok(),
+        None => false,
+    };
+    set_text(
+        "link-status",
+        match copied {
+            true => "Link copied",
+            false => "Copy the link above",
+        },
+    );
+    Ok(())
+}
