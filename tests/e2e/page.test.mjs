@@ -486,10 +486,10 @@ test('a worker that crashes mid-run: the page says so, offers a reload and waits
 });
 
 test('an evaluation answered after Start does not overwrite the run\'s figures', { timeout: 400_000 }, async () => {
-  const page = await open('?epochs=1&train_limit=640&test_limit=10000&log_interval=5&model=lenet-small&backend=cpu');
+  const page = await open('?epochs=1&train_limit=640&test_limit=5000&log_interval=5&model=lenet-small&backend=cpu');
   await page.click('#start');
   await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
-  // Evaluating 10,000 digits takes the worker a while: its answer comes during the new run.
+  // Evaluating 5,000 digits takes the worker a while: its answer comes during the new run.
   await page.$eval('#evaluate', (evaluate) => { evaluate.click(); document.querySelector('#start').click(); });
   await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
   assert.equal((await page.textContent('#log')).match(/Test set:/g).length, 1, await page.textContent('#log'));
@@ -497,13 +497,13 @@ test('an evaluation answered after Start does not overwrite the run\'s figures',
 });
 
 test('a run that logs every step keeps its chart bounded and redraws a few times a second', { timeout: 400_000 }, async () => {
-  const page = await open('?epochs=1&train_limit=3000&batch_size=1&test_limit=100&log_interval=1&model=lenet-small&backend=cpu');
+  const page = await open('?epochs=1&train_limit=2200&batch_size=1&test_limit=100&log_interval=1&model=lenet-small&backend=cpu');
   const started = Date.now();
   await page.click('#start');
   await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
   const seconds = (Date.now() - started) / 1000;
   const { points, draws } = await page.$eval('#loss-chart', (c) => ({ points: Number(c.dataset.points), draws: Number(c.dataset.draws) }));
-  assert.ok(points > 100 && points <= 2000, `${points} points for 3000 logged losses`);
+  assert.ok(points > 100 && points <= 2000, `${points} points for 2200 logged losses`);
   assert.ok(draws <= seconds * 4 + 3, `${draws} redraws in ${seconds} s`);
   await page.close();
 });
