@@ -333,11 +333,16 @@ impl MnistBatcher {
     /// The samples at `indices` of `split`, normalised, on the batcher's device.
     pub fn batch(&self, split: &MnistSplit, indices: &[usize]) -> MnistBatch {
         let pixels = indices.iter().flat_map(|&i| split.image(i).iter().copied());
-        let labels: Vec<i64> = indices.iter().map(|&i| i64::from(split.label(i))).collect();
         MnistBatch {
             images: self.normalise(indices.len(), pixels),
-            targets: Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device),
+            targets: self.batch_targets(split, indices),
         }
+    }
+
+    /// The labels at `indices` of `split`, as class indices on the batcher's device.
+    pub fn batch_targets(&self, split: &MnistSplit, indices: &[usize]) -> Tensor<1, Int> {
+        let labels: Vec<i64> = indices.iter().map(|&i| i64::from(split.label(i))).collect();
+        Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device)
     }
 
     /// Images of 28x28 bytes each (0 is the background, as in MNIST), normalised, as

@@ -15,6 +15,7 @@ pub mod optimizer;
 pub mod page;
 pub mod platform;
 pub mod predict;
+pub mod resident;
 pub mod step;
 pub mod train;
 pub mod weights;

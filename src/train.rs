@@ -365,7 +365,7 @@ async fn run_on(
 ) -> Result<Trained, TrainError> {
     let epoch_len = data.train.len_within(config.train_limit);
     let test_len = data.test.len_within(config.test_limit);
-    let stepper = Stepper::new(device);
+    let stepper = Stepper::new(device, &data.train, epoch_len);
     let mut model = stepper.trainable(start.model);
     let mut optim = start.optimizer;
     // What a diverged run returns: the last weights whose loss was read and finite.
@@ -413,7 +413,7 @@ async fn run_on(
             // The weights this loss is computed with: kept if it is finite.
             let weights = checked.then(|| model.clone());
             let loss;
-            (model, loss) = stepper.step(model, &mut optim, config.lr, &data.train, indices);
+            (model, loss) = stepper.step(model, &mut optim, config.lr, indices);
             position.step += 1;
             position.batch = batch + 1;
             let read = match checked {

@@ -59,14 +59,14 @@ fn our_losses(fixture: &Fixture, run: &Run, optimizer: OptimizerKind, device: &D
         ..TrainConfig::default()
     };
     let mut optim = Optimizer::new(&config);
-    let stepper = Stepper::new(device);
+    let stepper = Stepper::new(device, &data.train, data.train.len());
     let mut model = stepper.trainable(init);
     let steps = fixture.order.chunks(fixture.batch_size);
     assert_eq!(steps.len(), run.losses.len());
     let mut losses = Vec::new();
     for indices in steps {
         let loss;
-        (model, loss) = stepper.step(model, &mut optim, run.lr, &data.train, indices);
+        (model, loss) = stepper.step(model, &mut optim, run.lr, indices);
         losses.push(loss.into_scalar::<f32>());
     }
     losses
