@@ -18,7 +18,9 @@ const post = self.postMessage.bind(self);
 self.postMessage = (message, transfer) => {
   if (globalThis.gpuCounts && typeof message?.message === 'string' && message.message.startsWith('{"Event":{"Step"')) {
     const step = JSON.parse(message.message).Event.Step;
-    globalThis.stepCounts[step.step] = { ...globalThis.gpuCounts, logged: step.loss != null };
+    globalThis.stepCounts[step.step] = {
+      ...globalThis.gpuCounts, kernels: { ...globalThis.gpuKernels }, logged: step.loss != null,
+    };
   }
   return post(message, transfer);
 };
@@ -41,7 +43,18 @@ function perStep(counts, from, to) {
       quiet += counts[step].readbacks - counts[step - 1].readbacks;
     }
   }
-  return { ...average, steps: to - from, readbacks_on_quiet_steps: quiet };
+  return { ...average, steps: to - from, readbacks_on_quiet_steps: quiet, kernels: kernelFamilies(counts[from].kernels, counts[to].kernels, to - from) };
+}
+
+// Dispatches per step by kernel family: the pipeline's label without its element types,
+// vectorisation and hash ("kernel_scalar_binop_c_f32_n_4_ab71597d" → "kernel_scalar_binop").
+function kernelFamilies(before, after, steps) {
+  const families = {};
+  for (const [label, count] of Object.entries(after)) {
+    const family = label.split(/_(?:t|e|c|f|in|lhs)_/)[0];
+    families[family] = (families[family] ?? 0) + (count - (before[label] ?? 0)) / steps;
+  }
+  return Object.fromEntries(Object.entries(families).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]));
 }
 
 const median = (xs) => {

@@ -20,8 +20,16 @@
     const unit = data.BYTES_PER_ELEMENT ?? 1;
     return (size ?? data.byteLength / unit - offset) * unit;
   };
+  // Dispatches by the label of the pipeline they run (the kernel's name where the library
+  // labels its pipelines), in globalThis.gpuKernels.
+  const kernels = (globalThis.gpuKernels = {});
+  let pipeline = '';
+  wrap(globalThis.GPUComputePassEncoder?.prototype, 'setPipeline', (p) => { pipeline = p?.label || '(unlabelled)'; });
   for (const name of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
-    wrap(globalThis.GPUComputePassEncoder?.prototype, name, () => counts.dispatches++);
+    wrap(globalThis.GPUComputePassEncoder?.prototype, name, () => {
+      counts.dispatches++;
+      kernels[pipeline] = (kernels[pipeline] ?? 0) + 1;
+    });
   }
   wrap(GPUQueue.prototype, 'submit', () => counts.submits++);
   wrap(GPUQueue.prototype, 'writeBuffer', (_buffer, _at, data, offset, size) => {

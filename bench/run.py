@@ -184,6 +184,10 @@ def gpu_work_markdown(work):
         row = work[name]
         if row:
             out.append(f"| {name} | " + " | ".join(f"{row[k]:,.1f}" for k in keys) + " |")
+    kernels = work["webtrain"].get("kernels") or {}
+    if kernels:
+        out.append("\nwebtrain's dispatches per step by kernel: " + ", ".join(
+            f"{name} {count:.1f}" for name, count in kernels.items()) + ".")
     out += ["\n| GPU work target | value | wanted | met |", "|---|---:|---:|---|"]
     for c in work["checks"]:
         out.append(f"| {c['what']} | {c['value']:,.2f} | {c['wanted']} | {'yes' if c['met'] else 'no'} |")
