@@ -305,13 +305,14 @@ fn wire_controls(session: &Shared) {
     });
     let s = session.clone();
     dom::on("evaluate", "click", move |_| {
+        // Counted at the click: a spawned task first runs after this turn's other clicks.
+        let (trainer, runs) = (s.borrow().trainer.clone(), s.borrow().runs);
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
             let len = form_config()
                 .ok()
                 .and_then(|c| c.test_limit)
                 .unwrap_or(usize::MAX);
-            let (trainer, runs) = (s.borrow().trainer.clone(), s.borrow().runs);
             let evaluated = trainer.evaluate(len).await;
             // A run started meanwhile: its figures are the page's now, not the old model's.
             if s.borrow().runs != runs {
