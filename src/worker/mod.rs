@@ -17,7 +17,7 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistBatcher};
-use crate::device::{BackendChoice, BackendKind, DeviceError, TrainDevice, select_device};
+use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
 use crate::model::Net;
 use crate::predict::{predicted, probabilities};
 use crate::train::{TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from};
@@ -150,7 +150,7 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
     let control = state.borrow().control.clone();
     match message {
         Request::Device(choice) => {
-            let device = device_for(choice).await?;
+            let device = select_device(choice).await?;
             let fallback = (device.kind == BackendKind::Cpu && choice != BackendChoice::Cpu)
                 .then(|| device.reason.clone());
             let description = device.to_string();
@@ -225,12 +225,6 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
     }
 }
 
-/// The device for `choice`, selected at each asking: src/device.rs keeps the GPU while it
-/// answers and selects it again once it is lost, so nothing here can hold a lost one.
-async fn device_for(choice: BackendChoice) -> Result<TrainDevice, DeviceError> {
-    select_device(choice).await
-}
-
 fn use_data(state: &Shared, data: Mnist) -> Reply {
     let (train, test) = (data.train.len(), data.test.len());
     state.borrow_mut().data = Some(Rc::new(data));
@@ -293,7 +287,7 @@ async fn train_on(
     data: &Mnist,
     control: &TrainControl,
 ) -> Result<Trained, WorkerError> {
-    let device = device_for(backend).await?;
+    let device = select_device(backend).await?;
     device.check_batch(config.model, config.batch_size)?;
     let on_event = |event: TrainEvent| {
         if !matches!(event, TrainEvent::Checkpoint(_)) {
