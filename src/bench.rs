@@ -8,6 +8,7 @@ use thiserror::Error;
 
 use crate::config::TrainConfig;
 use crate::data::Mnist;
+use crate::kernel_profile::{KernelProfile, KernelWatch};
 use crate::train::{TrainControl, TrainError, TrainEvent, train};
 
 #[derive(Debug, Error)]
@@ -20,6 +21,8 @@ pub enum BenchError {
     TooManySteps { needed: usize, available: usize },
     #[error("the run ended after {timed} of {wanted} timed windows (did it diverge?)")]
     Ended { timed: usize, wanted: usize },
+    #[error("the run ended before the {steps} steps to profile (did it diverge?)")]
+    NotProfiled { steps: usize },
 }
 
 /// Steady-state training speed: the median of consecutive windows of `steps_per_window` steps.
@@ -93,6 +96,44 @@ pub async fn throughput(
         ms_per_step: 1000.0 * median / steps as f64,
         window_secs,
     })
+}
+
+/// The kernels `steps` steady-state steps launch, each timed, after at least `warmup` steps:
+/// a window between two steps whose loss is read back, so all its work is launched within it.
+pub async fn kernel_profile(
+    config: &TrainConfig,
+    data: &Mnist,
+    device: &Device,
+    warmup: usize,
+    steps: usize,
+) -> Result<KernelProfile, BenchError> {
+    let steps = steps.max(1);
+    let config = TrainConfig {
+        epochs: 1,
+        log_interval: steps,
+        ..config.clone()
+    };
+    config.validate().map_err(TrainError::from)?;
+    let first = warmup.div_ceil(steps).max(1) * steps;
+    let control = TrainControl::default();
+    let mut watch = None;
+    let mut profile = None;
+    train(&config, data, device, &control, |event| {
+        if let TrainEvent::Step(step) = event
+            && step.loss.is_some()
+            && step.batch >= first
+        {
+            match watch.take() {
+                None => watch = Some(KernelWatch::start(true)),
+                Some(watch) => {
+                    profile = Some(watch.finish(steps));
+                    control.stop();
+                }
+            }
+        }
+    })
+    .await?;
+    profile.ok_or(BenchError::NotProfiled { steps })
 }
 
 /// The test accuracy after an epoch and the training time it took to get there.

@@ -8,6 +8,7 @@ pub mod config;
 pub mod data;
 pub mod device;
 pub mod json_float;
+pub mod kernel_profile;
 pub mod metrics;
 pub mod model;
 pub mod optimizer;

@@ -140,6 +140,10 @@ struct BenchArgs {
     /// Also train up to --epochs epochs and report the training time to this test accuracy (%).
     #[arg(long)]
     target_accuracy: Option<f64>,
+    /// Also count and time the GPU kernels of one window of --steps steps, one by one (wgpu only;
+    /// the CPU backend launches none).
+    #[arg(long)]
+    kernels: bool,
 }
 
 #[derive(Debug, Error)]
@@ -294,6 +298,16 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         ))?),
         None => None,
     };
+    let kernels = match args.kernels {
+        true => Some(pollster::block_on(bench::kernel_profile(
+            &config,
+            &data,
+            &device.device,
+            args.warmup,
+            args.steps,
+        ))?),
+        false => None,
+    };
     let report = serde_json::json!({
         "adapter": device.adapter,
         "reason": device.reason,
@@ -301,6 +315,7 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         "model": config.model,
         "throughput": throughput,
         "time_to_accuracy": time_to_accuracy,
+        "kernels": kernels,
     });
     println!("{report}");
     Ok(())
