@@ -12,12 +12,15 @@ export const GPU_COUNTS = readFileSync(new URL('gpu_counts.js', import.meta.url)
 
 // The page's worker script, with the WebGPU counters installed first and the totals kept at
 // each step the worker reports (src/worker's Step events), in globalThis.stepCounts.
-const COUNTED_WORKER = `${GPU_COUNTS}
+const countedWorker = (timing) => `globalThis.gpuTiming = ${timing};
+${GPU_COUNTS}
 globalThis.stepCounts = {};
+globalThis.gpuStep = 1;
 const post = self.postMessage.bind(self);
 self.postMessage = (message, transfer) => {
   if (globalThis.gpuCounts && typeof message?.message === 'string' && message.message.startsWith('{"Event":{"Step"')) {
     const step = JSON.parse(message.message).Event.Step;
+    globalThis.gpuStep = step.step + 1;
     globalThis.stepCounts[step.step] = {
       ...globalThis.gpuCounts, kernels: { ...globalThis.gpuKernels }, logged: step.loss != null,
     };
@@ -46,15 +49,36 @@ function perStep(counts, from, to) {
   return { ...average, steps: to - from, readbacks_on_quiet_steps: quiet, kernels: kernelFamilies(counts[from].kernels, counts[to].kernels, to - from) };
 }
 
-// Dispatches per step by kernel family: the pipeline's label without its element types,
-// vectorisation and hash ("kernel_scalar_binop_c_f32_n_4_ab71597d" → "kernel_scalar_binop").
+// The kernel family of a pipeline's label: without its element types, vectorisation and hash
+// ("kernel_scalar_binop_c_f32_n_4_ab71597d" → "kernel_scalar_binop").
+const family = (label) => label.split(/_(?:t|e|c|f|in|lhs)_/)[0];
+
+// Dispatches per step by kernel family.
 function kernelFamilies(before, after, steps) {
   const families = {};
   for (const [label, count] of Object.entries(after)) {
-    const family = label.split(/_(?:t|e|c|f|in|lhs)_/)[0];
-    families[family] = (families[family] ?? 0) + (count - (before[label] ?? 0)) / steps;
+    families[family(label)] = (families[family(label)] ?? 0) + (count - (before[label] ?? 0)) / steps;
   }
   return Object.fromEntries(Object.entries(families).filter(([, n]) => n > 0).sort((a, b) => b[1] - a[1]));
+}
+
+// GPU time per step by kernel family over steps from + 1 … to, from the timestamps each
+// dispatch wrote (gpu_counts.js, gpuTiming): a family's time is its dispatches' sum.
+function kernelTimes(times, from, to) {
+  if (!times?.length) return null;
+  const steps = to - from;
+  const families = {};
+  let total = 0;
+  for (const [step, label, ns] of times) {
+    if (step <= from || step > to) continue;
+    const row = (families[family(label)] ??= { dispatches: 0, ms: 0 });
+    row.dispatches += 1 / steps;
+    row.ms += ns / 1e6 / steps;
+    total += ns / 1e6 / steps;
+  }
+  const kernels = Object.entries(families).sort((a, b) => b[1].ms - a[1].ms)
+    .map(([name, row]) => ({ name, dispatches_per_step: row.dispatches, ms_per_step: row.ms }));
+  return { steps, kernel_ms_per_step: total, kernels };
 }
 
 const median = (xs) => {
@@ -64,7 +88,8 @@ const median = (xs) => {
 
 // Times the page as a user meets it: Start clicked, steps shown. The loss is read back every
 // `steps` steps, so windows run between steps at which the device has caught up.
-export async function benchPage(browser, base, backend, { warmup, steps, repeats }) {
+// With `timing`, each dispatch is also timed on the GPU (a run of its own: timing adds work).
+export async function benchPage(browser, base, backend, { warmup, steps, repeats, timing = false }) {
   const first = Math.max(1, Math.ceil(warmup / steps)) * steps;
   // Step numbers count from 1: the loss of batch b is read at step b + 1.
   const marks = Array.from({ length: repeats + 1 }, (_, i) => first + 1 + i * steps);
@@ -72,7 +97,7 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
   const query = `?epochs=1&train_limit=${(last + 1) * 64}&test_limit=100&batch_size=64`
     + `&log_interval=${steps}&backend=${backend}`;
   const page = await browser.newPage();
-  await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: COUNTED_WORKER }));
+  await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: countedWorker(timing) }));
   try {
     await page.goto(`${base}/${query}`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
@@ -96,6 +121,11 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
       error: document.getElementById('error').textContent,
     }));
     const counts = await page.workers()[0]?.evaluate(() => globalThis.stepCounts).catch(() => null);
+    // The last timestamps are read back a moment after their submit.
+    if (timing) await page.waitForTimeout(2000);
+    const times = timing
+      ? await page.workers()[0]?.evaluate(() => globalThis.gpuTimingOn && globalThis.gpuTimes).catch(() => null)
+      : null;
     await page.click('#stop').catch(() => {});
     if (!(last in shown)) return { framework: 'webtrain', backend, adapter, ok: false, error: `page ${state}: ${error}` };
     const windowMs = marks.slice(1).map((m, i) => shown[m] - shown[marks[i]]);
@@ -105,6 +135,7 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
       steps_per_window: steps, window_ms: windowMs, ms_per_step: ms / steps,
       samples_per_s: (steps * 64 * 1000) / ms, first_step_ms: shown[1] - started,
       log_interval: steps, gpu_per_step: backend === 'gpu' ? perStep(counts, marks[0], last) : null,
+      ...(timing ? { kernel_times: kernelTimes(times, marks[0], last) } : {}),
     };
   } finally {
     await page.close();
@@ -118,6 +149,9 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
     const options = { warmup: Number(warmup), steps: Number(steps), repeats: Number(repeats) };
     const webtrain = [];
     for (const backend of ['gpu', 'cpu']) webtrain.push(await benchPage(browser, webtrainUrl, backend, options));
+    // Where a WebGPU step's time goes: one window more, each dispatch timed.
+    const timed = await benchPage(browser, webtrainUrl, 'gpu', { ...options, repeats: 1, timing: true });
+    webtrain[0].kernel_times = timed.kernel_times ?? null;
     // TF.js takes seconds per step here: a few steps say enough.
     const tfjs = await benchTfjs(browser, tfjsUrl, { warmup: 2, steps: 5 });
     console.log(JSON.stringify({ chromium: browser.version(), webtrain, tfjs }));

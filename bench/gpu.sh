@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Real-GPU figures in one command (`make bench-gpu`): webtrain natively on wgpu (Vulkan) against
 # PyTorch with CUDA on the same work (lenet, SGD lr 0.01 momentum 0.9, batch 64 and 512):
-# samples/s and ms/step (median of 3 windows of 50 steps after 20), and the training time to
+# samples/s and ms/step (median of 3 windows of 50 steps after 20), the kernels a step launches
+# (counted and timed one by one, natively), and the training time to
 # 98.5 % test accuracy (at most EPOCHS epochs), with the adapter each used. Prints a report and
 # writes it to bench/gpu/<date>.txt. Runs from a copy of the working tree with only:
 #   WEBTRAIN  the release binary built elsewhere (default: $CARGO_TARGET_DIR/release/webtrain)
@@ -43,7 +44,7 @@ for batch in 64 512; do
   if [ -n "$nvidia" ] || [ -n "${GPU_BENCH_ANY_ADAPTER:-}" ]; then
     if [ -x "$webtrain" ]; then
       # --backend gpu: the adapter wgpu finds, which the report names.
-      "$webtrain" bench --backend gpu --data "$data" --batch-size "$batch" "${timing[@]}" \
+      "$webtrain" bench --backend gpu --data "$data" --batch-size "$batch" "${timing[@]}" --kernels \
         --target-accuracy 98.5 --epochs "$epochs" |
         "$python" bench/gpu_report.py webtrain || echo "webtrain: failed (above)"
     else

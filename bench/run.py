@@ -11,6 +11,8 @@ import subprocess, sys, threading
 from functools import partial
 from pathlib import Path
 
+from gpu_report import kernel_lines
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 DIST = Path(os.environ.get("BENCH_DIST", TARGET / "bench-dist"))
@@ -40,6 +42,8 @@ def run_json(command, **kwargs):
 def webtrain_native(backend, target=None):
     command = [TARGET / "release/webtrain", "bench", "--backend", backend, "--warmup", WARMUP,
                "--steps", STEPS, "--repeats", REPEATS]
+    if backend == "gpu":
+        command.append("--kernels")
     if target:
         command += ["--target-accuracy", target, "--epochs", 3]
     result = run_json(list(map(str, command)))
@@ -167,7 +171,7 @@ def gpu_work(webtrain, tfjs):
         checks.append(("bytes uploaded per step", ours["upload_bytes"], "≤ 1024"))
         checks.append(("readbacks on steps that neither log nor checkpoint", ours["readbacks_on_quiet_steps"], "0"))
     met = {"≥ 2": lambda v: v >= 2, "≤ 1024": lambda v: v <= 1024, "0": lambda v: v == 0}
-    return {"webtrain": ours, "tfjs": theirs,
+    return {"webtrain": ours, "tfjs": theirs, "webtrain_kernel_times": (webtrain or {}).get("kernel_times"),
             "checks": [{"what": w, "value": v, "wanted": t, "met": met[t](v)} for w, v, t in checks]}
 
 
@@ -188,6 +192,15 @@ def gpu_work_markdown(work):
     if kernels:
         out.append("\nwebtrain's dispatches per step by kernel: " + ", ".join(
             f"{name} {count:.1f}" for name, count in kernels.items()) + ".")
+    times = work.get("webtrain_kernel_times")
+    if times:
+        out += [f"\nWhere a WebGPU step's GPU time goes in the page, from timestamps written around each "
+                f"dispatch (timestamp-query inside passes; a run of its own, {times['steps']} steps): "
+                f"{times['kernel_ms_per_step']:,.1f} ms of kernels per step.\n",
+                "| kernel | dispatches | ms per step | share |", "|---|---:|---:|---:|"]
+        for k in times["kernels"]:
+            share = k["ms_per_step"] / times["kernel_ms_per_step"] if times["kernel_ms_per_step"] else 0
+            out.append(f"| {k['name']} | {k['dispatches_per_step']:.1f} | {k['ms_per_step']:,.2f} | {share:.0%} |")
     out += ["\n| GPU work target | value | wanted | met |", "|---|---:|---:|---|"]
     for c in work["checks"]:
         out.append(f"| {c['what']} | {c['value']:,.2f} | {c['wanted']} | {'yes' if c['met'] else 'no'} |")
@@ -231,6 +244,11 @@ def markdown(results):
                 else "not reached")
         out.append(f"- {r['framework']} {r['where']} {r['backend']}: {when}; per epoch: {epochs}")
     out += gpu_work_markdown(results["gpu_work"])
+    native = find(results["rows"], "webtrain", "gpu", "native")
+    if native and native.get("kernels"):
+        out.append(f"\nNatively on wgpu ({native.get('adapter')}, fusion and autotune on), counted and "
+                   "timed by cubecl's launch observer (`webtrain bench --kernels`):\n\n```")
+        out += kernel_lines(native["kernels"]) + ["```"]
     first = [r for r in results["rows"] if "first_step_ms" in r]
     out.append("\nThe page, from clicking Start to the first finished step: " + "; ".join(
         f"{r['backend']} {r['first_step_ms'] / 1000:.2f} s" for r in first) + ".")
