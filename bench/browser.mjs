@@ -50,8 +50,9 @@ function perStep(counts, from, to) {
 }
 
 // The kernel family of a pipeline's label: without its element types, vectorisation and hash
-// ("kernel_scalar_binop_c_f32_n_4_ab71597d" → "kernel_scalar_binop").
-const family = (label) => label.split(/_(?:t|e|c|f|in|lhs)_/)[0];
+// ("kernel_scalar_binop_c_f32_n_4_ab71597d" → "kernel_scalar_binop", "elemwise_fuse_b7572f1b"
+// → "elemwise_fuse").
+const family = (label) => label.split(/_(?:t|e|c|f|in|lhs)_/)[0].replace(/_[0-9a-f]{8}$/, '');
 
 // Dispatches per step by kernel family.
 function kernelFamilies(before, after, steps) {

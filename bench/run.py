@@ -22,7 +22,8 @@ WARMUP, STEPS, REPEATS = (int(os.environ.get(k, d)) for k, d in
                           (("BENCH_WARMUP", 20), ("BENCH_STEPS", 20), ("BENCH_REPEATS", 5)))
 TARGET_ACCURACY = 98.5
 MFLOP_PER_SAMPLE = 13.76  # lenet forward 4.59 MFLOP, x3 for a training step
-BUNDLE_LIMIT = 3_000_000
+# Issue 12: 3 MB, or 3.5 MB with fusion on where the GPU-work counts show it pays (they do).
+BUNDLE_LIMIT = 3_500_000
 
 
 def log(message):
@@ -231,7 +232,7 @@ def markdown(results):
         out.append(f"| {t['what']} | {value} | ≥ {t['target']} | {'yes' if t['met'] else 'no'} |")
     b = results["bundle"]
     out.append(f"| wasm bundle, gzipped | {b['gzip_bytes'] / 1e6:.2f} MB ({b['bytes'] / 1e6:.1f} MB raw) "
-               f"| ≤ {BUNDLE_LIMIT / 1e6:.0f} MB | {'yes' if b['met'] else 'no'} |")
+               f"| ≤ {BUNDLE_LIMIT / 1e6:.1f} MB | {'yes' if b['met'] else 'no'} |")
     out += [f"\nTime to {TARGET_ACCURACY}% test accuracy (training time, evaluation excluded; "
             "test accuracy checked after each epoch):\n"]
     for r in results["rows"]:
