@@ -39,6 +39,22 @@ pub struct Throughput {
     pub ms_per_step: f64,
 }
 
+/// One epoch whose loss is read every `steps` steps, and the batch index of the first read at
+/// or after `warmup` steps: windows run between reads, when the device has caught up.
+fn windowed(
+    config: &TrainConfig,
+    warmup: usize,
+    steps: usize,
+) -> Result<(TrainConfig, usize), BenchError> {
+    let config = TrainConfig {
+        epochs: 1,
+        log_interval: steps,
+        ..config.clone()
+    };
+    config.validate().map_err(TrainError::from)?;
+    Ok((config, warmup.div_ceil(steps).max(1) * steps))
+}
+
 /// Times `repeats` windows of `steps` steps each, after at least `warmup` steps. Windows start
 /// and end at steps whose loss is read back, when the device has finished all earlier work.
 pub async fn throughput(
@@ -50,14 +66,7 @@ pub async fn throughput(
     repeats: usize,
 ) -> Result<Throughput, BenchError> {
     let (steps, repeats) = (steps.max(1), repeats.max(1));
-    let config = TrainConfig {
-        epochs: 1,
-        log_interval: steps,
-        ..config.clone()
-    };
-    config.validate().map_err(TrainError::from)?;
-    // Batch indices whose loss is read: the first after the warm-up, then one per window.
-    let first = warmup.div_ceil(steps).max(1) * steps;
+    let (config, first) = windowed(config, warmup, steps)?;
     let full_batches = data.train.len_within(config.train_limit) / config.batch_size;
     let needed = first + repeats * steps + 1;
     if needed > full_batches {
@@ -108,13 +117,7 @@ pub async fn kernel_profile(
     steps: usize,
 ) -> Result<KernelProfile, BenchError> {
     let steps = steps.max(1);
-    let config = TrainConfig {
-        epochs: 1,
-        log_interval: steps,
-        ..config.clone()
-    };
-    config.validate().map_err(TrainError::from)?;
-    let first = warmup.div_ceil(steps).max(1) * steps;
+    let (config, first) = windowed(config, warmup, steps)?;
     let control = TrainControl::default();
     let mut watch = None;
     let mut profile = None;

@@ -86,7 +86,11 @@ impl KernelWatch {
             .lock()
             .map(|k| k.clone())
             .unwrap_or_default();
-        let methods = recorder.methods.lock().map(|m| m.clone()).unwrap_or_default();
+        let methods = recorder
+            .methods
+            .lock()
+            .map(|m| m.clone())
+            .unwrap_or_default();
         KernelProfile::new(&by_kernel, &methods, steps.max(1))
     }
 }

@@ -33,7 +33,11 @@ fn a_wgpu_step_launches_timed_kernels_and_the_cpu_none() {
     assert!((listed - profile.launches_per_step).abs() < 1e-9);
     assert!(profile.timing.is_some(), "{profile:#?}");
     assert!(profile.kernel_ms_per_step.is_some_and(|ms| ms > 0.0));
-    let times: Vec<f64> = profile.kernels.iter().filter_map(|k| k.ms_per_step).collect();
+    let times: Vec<f64> = profile
+        .kernels
+        .iter()
+        .filter_map(|k| k.ms_per_step)
+        .collect();
     assert!(times.windows(2).all(|w| w[0] >= w[1]), "most time first");
 
     let cpu = pollster::block_on(kernel_profile(&config(), &data, &Device::flex(), 2, 4)).unwrap();
