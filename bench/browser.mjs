@@ -90,7 +90,9 @@ const median = (xs) => {
 // Times the page as a user meets it: Start clicked, steps shown. The loss is read back every
 // `steps` steps, so windows run between steps at which the device has caught up.
 // With `timing`, each dispatch is also timed on the GPU (a run of its own: timing adds work).
-export async function benchPage(browser, base, backend, { warmup, steps, repeats, timing = false }) {
+// With `warm`, Start waits until the page has built the GPU's kernels (src/warm_up.rs), as it
+// does for a user who looks at the page first; `kernels_built_ms` says when, from loading.
+export async function benchPage(browser, base, backend, { warmup, steps, repeats, timing = false, warm = false }) {
   const first = Math.max(1, Math.ceil(warmup / steps)) * steps;
   // Step numbers count from 1: the loss of batch b is read at step b + 1.
   const marks = Array.from({ length: repeats + 1 }, (_, i) => first + 1 + i * steps);
@@ -100,8 +102,11 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
   const page = await browser.newPage();
   await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: countedWorker(timing) }));
   try {
+    const loading = Date.now();
     await page.goto(`${base}/${query}`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
+    if (warm) await page.waitForSelector('#kernels[data-done]', { state: 'attached', timeout: 300_000 });
+    const kernelsBuiltMs = warm ? Date.now() - loading : null;
     await page.evaluate(() => {
       const step = document.getElementById('step');
       window.stepShown = {};
@@ -135,6 +140,7 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
       framework: 'webtrain', backend, adapter, ok: true, batch: 64, warmup_steps: first + 1,
       steps_per_window: steps, window_ms: windowMs, ms_per_step: ms / steps,
       samples_per_s: (steps * 64 * 1000) / ms, first_step_ms: shown[1] - started,
+      ...(warm ? { kernels_built_ms: kernelsBuiltMs } : {}),
       log_interval: steps, gpu_per_step: backend === 'gpu' ? perStep(counts, marks[0], last) : null,
       ...(timing ? { kernel_times: kernelTimes(times, marks[0], last) } : {}),
     };
@@ -153,6 +159,9 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
     // Where a WebGPU step's time goes: one window more, each dispatch timed.
     const timed = await benchPage(browser, webtrainUrl, 'gpu', { ...options, repeats: 1, timing: true });
     webtrain[0].kernel_times = timed.kernel_times ?? null;
+    // Start once the page has built the kernels: a few steps say when the first one ends.
+    const warmed = await benchPage(browser, webtrainUrl, 'gpu', { warmup: 1, steps: 2, repeats: 1, warm: true });
+    Object.assign(webtrain[0], { first_step_warm_ms: warmed.first_step_ms ?? null, kernels_built_ms: warmed.kernels_built_ms ?? null });
     // TF.js takes seconds per step here: a few steps say enough.
     const tfjs = await benchTfjs(browser, tfjsUrl, { warmup: 2, steps: 5 });
     console.log(JSON.stringify({ chromium: browser.version(), webtrain, tfjs }));

@@ -256,6 +256,14 @@ impl MnistSplit {
         Ok(Self { images, labels })
     }
 
+    /// `len` black images, each labelled 0: what a warm-up trains on.
+    pub fn blank(len: usize) -> Self {
+        Self {
+            images: vec![0; len * IMAGE_PIXELS],
+            labels: vec![0; len],
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.labels.len()
     }

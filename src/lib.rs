@@ -19,6 +19,7 @@ pub mod predict;
 pub mod resident;
 pub mod step;
 pub mod train;
+pub mod warm_up;
 pub mod weights;
 #[cfg(target_arch = "wasm32")]
 pub mod worker;

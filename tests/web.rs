@@ -3,10 +3,11 @@
 
 use burn::prelude::Device;
 use wasm_bindgen_test::*;
-use webtrain::config::TrainConfig;
+use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{IdxProblem, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, parse_images};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
 use webtrain::train::{Outcome, TrainControl, TrainEvent, train};
+use webtrain::warm_up::warm_up;
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -88,4 +89,65 @@ fn the_idx_parser_rejects_a_truncated_file() {
         matches!(error.problem, IdxProblem::Length { count: 10_000, .. }),
         "{error}"
     );
+}
+
+/// Compute pipelines WebGPU has been asked to build in this page so far.
+fn pipelines_built() -> u32 {
+    let count = js_sys::eval(
+        "if (!globalThis.pipelinesBuilt) {
+           globalThis.pipelinesBuilt = 0;
+           for (const name of ['createComputePipeline', 'createComputePipelineAsync']) {
+             const build = GPUDevice.prototype[name];
+             GPUDevice.prototype[name] = function (...args) {
+               globalThis.pipelinesBuilt++;
+               return build.apply(this, args);
+             };
+           }
+         }
+         globalThis.pipelinesBuilt",
+    )
+    .unwrap();
+    count.as_f64().unwrap() as u32
+}
+
+#[wasm_bindgen_test]
+async fn after_a_warm_up_a_run_builds_no_gpu_kernel() {
+    let device = select_device(BackendChoice::Gpu).await.unwrap();
+    // A setting no other test here trains with, so that its kernels are not built yet.
+    let config = TrainConfig {
+        model: ModelKind::LenetSmall,
+        batch_size: 24,
+        epochs: 1,
+        log_interval: 1,
+        train_limit: Some(4 * 24),
+        test_limit: Some(10),
+        ..TrainConfig::default()
+    };
+    let before = pipelines_built();
+    warm_up(&config, &device.device, &TrainControl::default())
+        .await
+        .unwrap();
+    let warm = pipelines_built();
+    assert!(
+        warm > before + 10,
+        "the warm-up built {} kernels",
+        warm - before
+    );
+    let mut steps = 0;
+    let trained = train(
+        &config,
+        &mnist_digits(),
+        &device.device,
+        &TrainControl::default(),
+        |event| {
+            if let TrainEvent::Step(step) = event {
+                steps += 1;
+                // Steps past the warm-up's own, at the run's shapes, may build none either.
+                assert_eq!(pipelines_built(), warm, "at step {}", step.step);
+            }
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!((trained.outcome, steps), (Outcome::Completed, 4));
 }

@@ -186,8 +186,11 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
         Err(PageError::Worker(refusal)) => Some(refusal),
         other => other.map(|_| None)?,
     };
-    let progress = by_id::<HtmlProgressElement>("data-progress");
     let trainer = session.borrow().trainer.clone();
+    if device.is_none() {
+        warm_up(&trainer);
+    }
+    let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer
         .download(move |fraction, file| {
             progress.set_value(fraction);
@@ -210,6 +213,30 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     }
     set_phase(session, Phase::Ready);
     Ok(())
+}
+
+/// Builds the GPU kernels for a run of the form's settings while MNIST downloads, so that the
+/// first step of a run started meanwhile or later need not wait for them.
+fn warm_up(trainer: &Rc<Trainer>) {
+    let (Ok(config), Ok(choice)) = (form_config(), backend_choice()) else {
+        return;
+    };
+    let trainer = trainer.clone();
+    let kernels = by_id::<HtmlElement>("kernels");
+    wasm_bindgen_futures::spawn_local(async move {
+        kernels.set_text_content(Some(" · building its kernels…"));
+        let said = match trainer.warm_up(config, choice).await {
+            Ok(Some(ms)) => format!(" · kernels built in {:.1} s", ms / 1000.0),
+            Ok(None) => String::new(),
+            // Not the user's error: the run builds its own kernels, and says what fails.
+            Err(error) => {
+                web_sys::console::warn_1(&format!("warm-up: {error}").into());
+                String::new()
+            }
+        };
+        kernels.set_text_content(Some(&said));
+        let _ = kernels.set_attribute("data-done", "");
+    });
 }
 
 fn use_data(session: &Shared, (train, test): (usize, usize)) {

@@ -247,6 +247,19 @@ impl Trainer {
         }
     }
 
+    /// Builds the GPU kernels of a run of `config` on `choice`'s device; how long it took, or
+    /// none when there was nothing to build.
+    pub async fn warm_up(
+        &self,
+        config: TrainConfig,
+        backend: BackendChoice,
+    ) -> Result<Option<f64>, PageError> {
+        match self.ask(Request::WarmUp { config, backend }).await? {
+            (Reply::WarmedUp { ms }, _) => Ok(ms),
+            (other, _) => Err(unexpected(other)),
+        }
+    }
+
     /// Pause, resume, stop or a new learning rate for the run in progress.
     pub async fn control(&self, request: Request) -> Result<(), PageError> {
         done(self.ask(request).await?)

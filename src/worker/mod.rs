@@ -10,6 +10,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use burn::prelude::Device;
+use futures_channel::oneshot;
 use thiserror::Error;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::closure::Closure;
@@ -20,7 +21,10 @@ use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistBatcher};
 use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
 use crate::model::Net;
 use crate::predict::{predicted, probabilities};
-use crate::train::{TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from};
+use crate::train::{
+    Outcome, TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from,
+};
+use crate::warm_up::warm_up;
 use crate::weights::{WeightsError, from_safetensors, to_cpu, to_safetensors};
 use protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request};
 
@@ -76,6 +80,8 @@ struct State {
     data: Option<Rc<Mnist>>,
     control: Option<TrainControl>,
     model: Option<Rc<Model>>,
+    /// The warm-up going: what stops it, and what ends (is dropped) when it has stopped.
+    warming: Option<(TrainControl, oneshot::Receiver<()>)>,
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -150,6 +156,9 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
     let control = state.borrow().control.clone();
     match message {
         Request::Device(choice) => {
+            // The device's check reads it back, which waits for the warm-up's steps; the page
+            // asks at Start, when they are no longer worth waiting for.
+            stop_warm_up(state).await;
             let device = select_device(choice).await?;
             let fallback = (device.kind == BackendKind::Cpu && choice != BackendChoice::Cpu)
                 .then(|| device.reason.clone());
@@ -179,6 +188,10 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
             backend,
             from_model,
         } => run(state, id, config, backend, from_model).await,
+        Request::WarmUp { config, backend } => {
+            let ms = warm(state, &config, backend).await?;
+            Ok((Reply::WarmedUp { ms }, Vec::new()))
+        }
         // A control request that arrives after its run ended has nothing to do.
         Request::Pause => {
             control.inspect(TrainControl::pause);
@@ -266,6 +279,8 @@ async fn run(
     // Taken before the first await: a second request finds the worker busy.
     let control = TrainControl::default();
     state.borrow_mut().control = Some(control.clone());
+    // A warm-up going shares the device: the run starts with what it has built.
+    stop_warm_up(state).await;
     let trained = train_on(id, &config, backend, start, &data, &control).await;
     state.borrow_mut().control = None;
     let trained = trained?;
@@ -276,6 +291,43 @@ async fn run(
         kind: config.model,
     }));
     Ok((Reply::Trained(trained.outcome), vec![weights]))
+}
+
+/// Builds the kernels of a run of `config` on the device for `backend`; how long it took, or
+/// none when there was nothing to build.
+async fn warm(
+    state: &Shared,
+    config: &TrainConfig,
+    backend: BackendChoice,
+) -> Result<Option<f64>, WorkerError> {
+    if state.borrow().control.is_some() || state.borrow().warming.is_some() {
+        return Ok(None);
+    }
+    let (_warming, stopped) = oneshot::channel::<()>();
+    let control = TrainControl::default();
+    state.borrow_mut().warming = Some((control.clone(), stopped));
+    let started = js_sys::Date::now();
+    let warmed = async {
+        let device = select_device(backend).await?;
+        if device.kind == BackendKind::Cpu {
+            return Ok(None);
+        }
+        device.check_batch(config.model, config.batch_size)?;
+        let outcome = warm_up(config, &device.device, &control).await?;
+        Ok((outcome == Outcome::Completed).then(|| js_sys::Date::now() - started))
+    }
+    .await;
+    state.borrow_mut().warming = None;
+    warmed
+}
+
+/// Stops the warm-up going, if one is, and waits until it has.
+async fn stop_warm_up(state: &Shared) {
+    let warming = state.borrow_mut().warming.take();
+    if let Some((control, stopped)) = warming {
+        control.stop();
+        let _ = stopped.await;
+    }
 }
 
 /// The run itself, on the device for `backend`; its events go to the page.

@@ -30,6 +30,13 @@ pub enum Request {
         backend: BackendChoice,
         from_model: bool,
     },
+    /// Build the GPU kernels a run of `config` needs by running a few steps on blank images,
+    /// unless a run or a warm-up is already going: `WarmedUp`. A run asked for meanwhile starts
+    /// when it ends.
+    WarmUp {
+        config: TrainConfig,
+        backend: BackendChoice,
+    },
     Pause,
     Resume,
     Stop,
@@ -74,6 +81,11 @@ pub enum Reply {
     Data {
         train: usize,
         test: usize,
+    },
+    WarmedUp {
+        /// How long building the kernels took; none when there was nothing to build (the CPU,
+        /// or a run or warm-up already going).
+        ms: Option<f64>,
     },
     /// The run's events, but for checkpoints, which stay in the worker.
     Event(TrainEvent),
