@@ -106,6 +106,7 @@ pub fn start() {
     SESSION.with(|s| *s.borrow_mut() = Some(session.clone()));
     wire_form();
     wire_controls(&session);
+    wire_warm_up(&session);
     insight::wire_drawing(&session);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&session).await {
@@ -215,16 +216,41 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     Ok(())
 }
 
-/// Builds the GPU kernels for a run of the form's settings while MNIST downloads, so that the
-/// first step of a run started meanwhile or later need not wait for them.
+/// Settings a run's kernels are built for: changing one builds them again.
+const KERNEL_SETTINGS: [&str; 4] = ["model", "optimizer", "batch-size", "backend-choice"];
+
+fn wire_warm_up(session: &Shared) {
+    for id in KERNEL_SETTINGS {
+        let s = session.clone();
+        dom::on(id, "change", move |_| {
+            let session = s.borrow();
+            if !session.phase.is_training() && !session.worker_gone {
+                warm_up(&session.trainer);
+            }
+        });
+    }
+}
+
+/// Builds the GPU kernels for a run of the form's settings while MNIST downloads or the user
+/// reads the page, so that the first step of a run started meanwhile or later need not wait
+/// for them.
 fn warm_up(trainer: &Rc<Trainer>) {
+    thread_local! {
+        /// Warm-ups asked for so far: only the latest one's answer is shown.
+        static WARM_UPS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
+    }
     let (Ok(config), Ok(choice)) = (form_config(), backend_choice()) else {
         return;
     };
+    let this = WARM_UPS.with(|n| {
+        n.set(n.get() + 1);
+        n.get()
+    });
     let trainer = trainer.clone();
     let kernels = by_id::<HtmlElement>("kernels");
+    let _ = kernels.remove_attribute("data-done");
+    kernels.set_text_content(None);
     wasm_bindgen_futures::spawn_local(async move {
-        kernels.set_text_content(Some(" · building its kernels…"));
         let said = match trainer.warm_up(config, choice).await {
             Ok(Some(ms)) => format!(" · kernels built in {:.1} s", ms / 1000.0),
             Ok(None) => String::new(),
@@ -234,8 +260,10 @@ fn warm_up(trainer: &Rc<Trainer>) {
                 String::new()
             }
         };
-        kernels.set_text_content(Some(&said));
-        let _ = kernels.set_attribute("data-done", "");
+        if WARM_UPS.with(|n| n.get()) == this {
+            kernels.set_text_content(Some(&said));
+            let _ = kernels.set_attribute("data-done", "");
+        }
     });
 }
 

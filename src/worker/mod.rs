@@ -80,8 +80,23 @@ struct State {
     data: Option<Rc<Mnist>>,
     control: Option<TrainControl>,
     model: Option<Rc<Model>>,
-    /// The warm-up going: what stops it, and what ends (is dropped) when it has stopped.
-    warming: Option<(TrainControl, oneshot::Receiver<()>)>,
+    warming: Option<WarmUp>,
+}
+
+/// The warm-up going.
+struct WarmUp {
+    /// The request it answers.
+    id: u32,
+    control: TrainControl,
+    /// Ends (its sender is dropped) when the warm-up has stopped.
+    stopped: oneshot::Receiver<()>,
+}
+
+impl WarmUp {
+    async fn stop(self) {
+        self.control.stop();
+        let _ = self.stopped.await;
+    }
 }
 
 type Shared = Rc<RefCell<State>>;
@@ -189,7 +204,7 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
             from_model,
         } => run(state, id, config, backend, from_model).await,
         Request::WarmUp { config, backend } => {
-            let ms = warm(state, &config, backend).await?;
+            let ms = warm(state, id, &config, backend).await?;
             Ok((Reply::WarmedUp { ms }, Vec::new()))
         }
         // A control request that arrives after its run ended has nothing to do.
@@ -293,19 +308,29 @@ async fn run(
     Ok((Reply::Trained(trained.outcome), vec![weights]))
 }
 
-/// Builds the kernels of a run of `config` on the device for `backend`; how long it took, or
-/// none when there was nothing to build.
+/// Builds the kernels of a run of `config` on the device for `backend`, in place of those of a
+/// warm-up going; how long it took, or none when there was nothing to build or it was stopped.
 async fn warm(
     state: &Shared,
+    id: u32,
     config: &TrainConfig,
     backend: BackendChoice,
 ) -> Result<Option<f64>, WorkerError> {
-    if state.borrow().control.is_some() || state.borrow().warming.is_some() {
+    if state.borrow().control.is_some() {
         return Ok(None);
     }
     let (_warming, stopped) = oneshot::channel::<()>();
     let control = TrainControl::default();
-    state.borrow_mut().warming = Some((control.clone(), stopped));
+    let warming = WarmUp {
+        id,
+        control: control.clone(),
+        stopped,
+    };
+    // Registered before waiting for the one it replaces: a run asked for meanwhile stops both.
+    let replaced = state.borrow_mut().warming.replace(warming);
+    if let Some(replaced) = replaced {
+        replaced.stop().await;
+    }
     let started = js_sys::Date::now();
     let warmed = async {
         let device = select_device(backend).await?;
@@ -317,16 +342,22 @@ async fn warm(
         Ok((outcome == Outcome::Completed).then(|| js_sys::Date::now() - started))
     }
     .await;
-    state.borrow_mut().warming = None;
+    let mut state = state.borrow_mut();
+    if state
+        .warming
+        .as_ref()
+        .is_some_and(|warming| warming.id == id)
+    {
+        state.warming = None;
+    }
     warmed
 }
 
 /// Stops the warm-up going, if one is, and waits until it has.
 async fn stop_warm_up(state: &Shared) {
     let warming = state.borrow_mut().warming.take();
-    if let Some((control, stopped)) = warming {
-        control.stop();
-        let _ = stopped.await;
+    if let Some(warming) = warming {
+        warming.stop().await;
     }
 }
 

@@ -143,6 +143,23 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
   });
 }
 
+test('changing the model or batch size builds the GPU kernels again, for the new settings', { timeout: 600_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=320&test_limit=100&model=lenet-small&batch_size=32&backend=gpu');
+  await page.waitForSelector('#kernels[data-done]', { state: 'attached', timeout: 300_000 });
+  assert.match(await page.textContent('#kernels'), /^ · kernels built in \d+\.\d s$/);
+  await page.selectOption('#model', 'lenet');
+  // A second change while the first one's kernels build: only the last settings are built.
+  await page.fill('#batch-size', '16');
+  await page.dispatchEvent('#batch-size', 'change');
+  assert.equal(await page.$('#kernels[data-done]'), null, 'building again');
+  await page.waitForSelector('#kernels[data-done]', { state: 'attached', timeout: 300_000 });
+  assert.match(await page.textContent('#kernels'), /^ · kernels built in \d+\.\d s$/);
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  assert.match(await page.textContent('#log'), /^Train Epoch: 1 \[0\/320 \(0%\)\]\tLoss: \d+\.\d{6}$/m);
+  await page.close();
+});
+
 test('an invalid learning rate shows an error and does not start', async () => {
   const page = await open('?train_limit=640');
   await page.fill('#lr', '-0.5');
