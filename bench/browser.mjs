@@ -17,7 +17,9 @@ ${GPU_COUNTS}
 globalThis.stepCounts = {};
 globalThis.gpuStep = 1;
 const post = self.postMessage.bind(self);
+const benchAnswers = {};
 self.postMessage = (message, transfer) => {
+  if (message?.id in benchAnswers) return benchAnswers[message.id](JSON.parse(message.message));
   if (globalThis.gpuCounts && typeof message?.message === 'string' && message.message.startsWith('{"Event":{"Step"')) {
     const step = JSON.parse(message.message).Event.Step;
     globalThis.gpuStep = step.step + 1;
@@ -27,6 +29,13 @@ self.postMessage = (message, transfer) => {
   }
   return post(message, transfer);
 };
+// Asks the worker as the page would, for the harness alone: the answer never reaches the page.
+let benchId = 2 ** 31;
+globalThis.askWorker = (request) => new Promise((resolve) => {
+  const id = benchId++;
+  benchAnswers[id] = resolve;
+  self.dispatchEvent(new MessageEvent('message', { data: { id, message: JSON.stringify(request), payloads: [] } }));
+});
 const { default: init } = await import('./webtrain.js');
 await init();
 `;
@@ -149,6 +158,21 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
   }
 }
 
+// Where a CPU step's time goes in the page's worker (src/op_profile.rs), on its MNIST.
+export async function profilePageCpu(browser, base, repeats) {
+  const page = await browser.newPage();
+  await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: countedWorker(false) }));
+  try {
+    await page.goto(`${base}/?backend=cpu`);
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
+    const answer = await page.workers()[0].evaluate(
+      (repeats) => globalThis.askWorker({ CpuProfile: { model: 'lenet', batch: 64, repeats } }), repeats);
+    return answer.CpuProfile ?? { error: JSON.stringify(answer) };
+  } finally {
+    await page.close();
+  }
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
   const [webtrainUrl, tfjsUrl, warmup = 20, steps = 50, repeats = 3] = process.argv.slice(2);
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: chromiumFlags() });
@@ -156,6 +180,7 @@ if (import.meta.url === pathToFileURL(process.argv[1]).href) {
     const options = { warmup: Number(warmup), steps: Number(steps), repeats: Number(repeats) };
     const webtrain = [];
     for (const backend of ['gpu', 'cpu']) webtrain.push(await benchPage(browser, webtrainUrl, backend, options));
+    webtrain[1].ops = await profilePageCpu(browser, webtrainUrl, Number(steps));
     // Where a WebGPU step's time goes: one window more, each dispatch timed.
     const timed = await benchPage(browser, webtrainUrl, 'gpu', { ...options, repeats: 1, timing: true });
     webtrain[0].kernel_times = timed.kernel_times ?? null;

@@ -45,6 +45,8 @@ def webtrain_native(backend, target=None):
                "--steps", STEPS, "--repeats", REPEATS]
     if backend == "gpu":
         command.append("--kernels")
+    if backend == "cpu":
+        command.append("--ops")
     if target:
         command += ["--target-accuracy", target, "--epochs", 3]
     result = run_json(list(map(str, command)))
@@ -250,10 +252,27 @@ def markdown(results):
         out.append(f"\nNatively on wgpu ({native.get('adapter')}, fusion and autotune on), counted and "
                    "timed by cubecl's launch observer (`webtrain bench --kernels`):\n\n```")
         out += kernel_lines(native["kernels"]) + ["```"]
+    cpu = find(results["rows"], "webtrain", "cpu", "native")
+    if cpu.get("ops"):
+        out.append("\nWhere a CPU step's time goes, natively (`webtrain bench --ops`: the phases of "
+                   "real steps, then each op alone at the step's shapes, medians):\n\n```")
+        out += ops_lines(cpu["ops"]) + ["```"]
+    page_cpu = find(results["rows"], "webtrain", "cpu", "browser")
+    if page_cpu.get("ops", {}).get("phases"):
+        out.append("\nThe same in the page's worker (flex in wasm, one thread):\n\n```")
+        out += ops_lines(page_cpu["ops"]) + ["```"]
     first = [r for r in results["rows"] if "first_step_ms" in r]
     out.append("\nThe page, from clicking Start to the first finished step: " + "; ".join(
         first_step_words(r) for r in first) + ".")
     return "\n".join(out) + "\n"
+
+
+def ops_lines(profile):
+    step = sum(p["ms"] for p in profile["phases"])
+    row = lambda op: f"{op['name']:<34} {op['ms']:>8.2f} ms {100 * op['ms'] / step:>5.1f} %"
+    return ([f"one {profile['model']} step at batch {profile['batch']} on the CPU: {step:.2f} ms"]
+            + [row(p) for p in profile["phases"]] + ["each op alone, at the step's shapes:"]
+            + [row(o) for o in profile["ops"]])
 
 
 def first_step_words(row):

@@ -11,6 +11,7 @@ pub mod json_float;
 pub mod kernel_profile;
 pub mod metrics;
 pub mod model;
+pub mod op_profile;
 pub mod optimizer;
 #[cfg(target_arch = "wasm32")]
 pub mod page;

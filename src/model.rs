@@ -48,6 +48,11 @@ const CONV1_SIDE: usize = 24;
 const KERNEL: usize = 5;
 
 impl NetConfig {
+    /// conv1's and conv2's output channels and the hidden layer's width.
+    pub fn widths(&self) -> [usize; 3] {
+        [self.conv1_channels, self.conv2_channels, self.hidden]
+    }
+
     /// Bytes of the largest tensor a training step makes per sample: conv1's output and its
     /// gradient, c1 maps of 24×24 floats (46 KB for lenet). Burn's direct convolution, the
     /// browser's, makes nothing larger; the whole batch of it must fit in one GPU buffer.

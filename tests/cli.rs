@@ -189,7 +189,7 @@ fn a_short_cpu_run_prints_pytorch_style_logs_and_writes_its_files() {
 }
 
 #[test]
-fn bench_prints_throughput_and_time_to_accuracy_as_json() {
+fn bench_prints_throughput_time_to_accuracy_and_a_cpu_profile_as_json() {
     let output = webtrain(&[
         "bench",
         "--backend",
@@ -212,6 +212,7 @@ fn bench_prints_throughput_and_time_to_accuracy_as_json() {
         "2",
         "--target-accuracy",
         "50",
+        "--ops",
     ]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
@@ -241,6 +242,31 @@ fn bench_prints_throughput_and_time_to_accuracy_as_json() {
         time["epochs"].as_array().unwrap().len() as u64,
         reached["epoch"].as_u64().unwrap()
     );
+    // Where a CPU step's time goes: its four phases, then its ops, slowest first.
+    let ops = &report["ops"];
+    let phases: Vec<&str> = ops["phases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|phase| phase["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        phases,
+        [
+            "build the batch",
+            "forward and loss",
+            "backward",
+            "optimizer (SGD, momentum)"
+        ]
+    );
+    let op_ms: Vec<f64> = ops["ops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|op| op["ms"].as_f64().unwrap())
+        .collect();
+    assert_eq!(op_ms.len(), 12, "{ops}");
+    assert!(op_ms.windows(2).all(|w| w[0] >= w[1]), "{ops}");
 }
 
 #[test]

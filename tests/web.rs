@@ -6,6 +6,7 @@ use wasm_bindgen_test::*;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{IdxProblem, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, parse_images};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
+use webtrain::op_profile::cpu_profile;
 use webtrain::train::{Outcome, TrainControl, TrainEvent, train};
 use webtrain::warm_up::warm_up;
 
@@ -150,4 +151,15 @@ async fn after_a_warm_up_a_run_builds_no_gpu_kernel() {
     .await
     .unwrap();
     assert_eq!((trained.outcome, steps), (Outcome::Completed, 4));
+}
+
+#[wasm_bindgen_test]
+fn a_cpu_profile_times_a_step_in_the_browser() {
+    let digits = mnist_digits();
+    let profile = cpu_profile(ModelKind::LenetSmall, 16, &digits.train, 3).unwrap();
+    assert_eq!(profile.phases.len(), 4, "{:?}", profile.phases);
+    assert_eq!(profile.ops.len(), 12, "{:?}", profile.ops);
+    // The browser's clock is coarse (0.1 ms without cross-origin isolation): the step is not.
+    let step: f64 = profile.phases.iter().map(|phase| phase.ms).sum();
+    assert!(step > 0.5, "{:?}", profile.phases);
 }

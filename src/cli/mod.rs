@@ -23,6 +23,7 @@ use webtrain::data::{DataError, Mnist};
 use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
 use webtrain::metrics::RunMetrics;
 use webtrain::model::{Net, NetConfig};
+use webtrain::op_profile::cpu_profile;
 use webtrain::train::{TrainControl, TrainError, TrainEvent, evaluate, resume, train_from};
 use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors, to_safetensors};
 
@@ -144,6 +145,10 @@ struct BenchArgs {
     /// the CPU backend launches none).
     #[arg(long)]
     kernels: bool,
+    /// Also time a CPU step's phases and each of its ops alone, --steps times each (the flex
+    /// backend, whatever --backend says).
+    #[arg(long)]
+    ops: bool,
 }
 
 #[derive(Debug, Error)]
@@ -308,6 +313,15 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         ))?),
         false => None,
     };
+    let ops = match args.ops {
+        true => Some(cpu_profile(
+            config.model,
+            config.batch_size,
+            &data.train,
+            args.steps,
+        )?),
+        false => None,
+    };
     let report = serde_json::json!({
         "adapter": device.adapter,
         "reason": device.reason,
@@ -316,6 +330,7 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         "throughput": throughput,
         "time_to_accuracy": time_to_accuracy,
         "kernels": kernels,
+        "ops": ops,
     });
     println!("{report}");
     Ok(())

@@ -20,6 +20,7 @@ use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistBatcher};
 use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
 use crate::model::Net;
+use crate::op_profile::cpu_profile;
 use crate::predict::{predicted, probabilities};
 use crate::train::{
     Outcome, TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from,
@@ -238,6 +239,15 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
             Ok((Reply::Evaluated(report), Vec::new()))
         }
         Request::Gallery => gallery(state).await,
+        Request::CpuProfile {
+            model,
+            batch,
+            repeats,
+        } => {
+            let data = state.borrow().data.clone().ok_or(WorkerError::NoData)?;
+            let profile = cpu_profile(model, batch, &data.train, repeats)?;
+            Ok((Reply::CpuProfile(profile), Vec::new()))
+        }
         Request::Predict => {
             let model = state.borrow().model.clone().ok_or(WorkerError::NoModel)?;
             let pixels = payloads.into_iter().next().unwrap_or_default();

@@ -9,6 +9,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::BackendChoice;
+use crate::op_profile::CpuProfile;
 use crate::train::{CLASSES, EpochReport, Outcome, TrainEvent};
 
 /// What the page asks of the worker. Each request gets exactly one final [`Reply`].
@@ -51,6 +52,13 @@ pub enum Request {
     Gallery,
     /// The current model's probabilities for the payload, one 28x28 digit: `Probabilities`.
     Predict,
+    /// Where a CPU step's time goes in this browser, each phase and op timed `repeats` times
+    /// on the training set (for `make bench`; the page does not ask it): `CpuProfile`.
+    CpuProfile {
+        model: ModelKind,
+        batch: usize,
+        repeats: usize,
+    },
 }
 
 /// One test digit of the gallery; its pixels are a payload.
@@ -93,6 +101,7 @@ pub enum Reply {
     Evaluated(EpochReport),
     Gallery(Vec<GalleryDigit>),
     Probabilities(#[serde(with = "crate::json_float::array")] [f32; CLASSES]),
+    CpuProfile(CpuProfile),
     Done,
     Failed(String),
 }
