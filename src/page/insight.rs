@@ -50,24 +50,124 @@ pub fn show_confusion(report: &EpochReport) {
         let tr = element("tr", "");
         let _ = tr.append_child(&element("th", &digit.to_string()));
         for (predicted, count) in row.iter().enumerate() {
-            let cell = element("td", &count.to_string());
+            let cell = element("td", "");
             let class = match (predicted == digit, *count > 0) {
                 (true, _) => "hit",
                 (false, true) => "miss",
                 (false, false) => "none",
             };
             cell.set_class_name(class);
+            // A cell with digits in it opens them.
+            let content = match count {
+                0 => element("span", "0"),
+                _ => {
+                    let button = element("button", &count.to_string());
+                    let _ = button.set_attribute("type", "button");
+                    let _ = button.set_attribute("data-truth", &digit.to_string());
+                    let _ = button.set_attribute("data-guess", &predicted.to_string());
+                    let _ = button.set_attribute(
+                        "aria-label",
+                        &format!(
+                            "{count} test images of a {digit} taken for a {predicted}: show them"
+                        ),
+                    );
+                    button
+                }
+            };
+            let _ = cell.append_child(&content);
             let _ = tr.append_child(&cell);
         }
         let _ = table.append_child(&tr);
     }
+    let _ = table.set_attribute("data-total", &report.total.to_string());
     set_text(
         "confusion-caption",
         &format!(
-            "Epoch {}: {} test images, {} right",
+            "Epoch {}: {} test images, {} right. Click a number to see those digits.",
             report.epoch, report.total, report.correct
         ),
     );
+}
+
+/// A figure of one test digit, captioned.
+fn digit_figure(pixels: &[u8], caption: &str, title: &str) -> Element {
+    let figure = element("figure", "");
+    let canvas: HtmlCanvasElement = document()
+        .create_element("canvas")
+        .expect("a canvas")
+        .unchecked_into();
+    canvas.set_width(IMAGE_SIDE as u32);
+    canvas.set_height(IMAGE_SIDE as u32);
+    draw_digit(&canvas, pixels);
+    let _ = figure.append_child(&canvas);
+    let _ = figure.append_child(&element("figcaption", caption));
+    let _ = figure.set_attribute("title", title);
+    figure
+}
+
+/// The test digits of the confusion matrix's cell that `button` is, with the model's
+/// probability for its guess under each.
+async fn show_confused(session: &Shared, button: &Element) -> Result<(), PageError> {
+    let number = |element: &Element, name: &str| {
+        element
+            .get_attribute(name)
+            .and_then(|value| value.parse::<usize>().ok())
+    };
+    let table = by_id::<Element>("confusion");
+    let (Some(truth), Some(guess), Some(len)) = (
+        number(button, "data-truth"),
+        number(button, "data-guess"),
+        number(&table, "data-total"),
+    ) else {
+        return Ok(());
+    };
+    set_text("confused-caption", "Looking…");
+    let trainer = session.borrow().trainer.clone();
+    let digits = trainer.confused(truth as u8, guess, len).await?;
+    let shown = by_id::<Element>("confused");
+    shown.set_text_content(None);
+    for (digit, pixels) in &digits {
+        let percent = 100.0 * digit.probability;
+        let title = format!(
+            "test image {}: true {}, predicted {} with {percent:.1} %",
+            digit.index, digit.truth, digit.guess
+        );
+        let _ = shown.append_child(&digit_figure(pixels, &format!("{percent:.0} %"), &title));
+    }
+    let what = match truth == guess {
+        true => format!("{truth}s the model gets right"),
+        false => format!("{truth}s the model takes for a {guess}"),
+    };
+    let count = button.text_content().unwrap_or_default();
+    let caption = match digits.len().to_string() == count {
+        true => format!("{what}: {count}, with its probability for {guess}"),
+        false => format!(
+            "{what}: {count}, the first {} shown, with its probability for {guess}",
+            digits.len()
+        ),
+    };
+    set_text("confused-caption", &caption);
+    Ok(())
+}
+
+/// Clicking a number of the confusion matrix shows its digits.
+pub fn wire_confusion(session: &Shared) {
+    let s = session.clone();
+    dom::on("confusion", "click", move |event| {
+        let Some(button) = event
+            .target()
+            .and_then(|target| target.dyn_into::<Element>().ok())
+            .and_then(|target| target.closest("button[data-truth]").ok().flatten())
+        else {
+            return;
+        };
+        let s = s.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            if let Err(error) = show_confused(&s, &button).await {
+                set_text("confused-caption", &error.to_string());
+            }
+        });
+    });
 }
 
 /// Draws 28x28 MNIST bytes (0 = background) white on black onto `canvas`.
@@ -90,28 +190,14 @@ pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
     gallery.set_text_content(None);
     for (digit, pixels) in digits {
         let (index, truth, guess) = (digit.index, digit.truth, digit.guess);
-        let figure = element("figure", "");
-        let canvas: HtmlCanvasElement = document()
-            .create_element("canvas")
-            .expect("a canvas")
-            .unchecked_into();
-        canvas.set_width(IMAGE_SIDE as u32);
-        canvas.set_height(IMAGE_SIDE as u32);
-        draw_digit(&canvas, &pixels);
         let right = usize::from(truth) == guess;
         let caption = match right {
             true => format!("{guess}"),
             false => format!("{guess}, is {truth}"),
         };
-        let _ = figure.append_child(&canvas);
-        let _ = figure.append_child(&element("figcaption", &caption));
+        let title = format!("test image {index}: true {truth}, predicted {guess}");
+        let figure = digit_figure(&pixels, &caption, &title);
         figure.set_class_name(if right { "right" } else { "mistake" });
-        figure
-            .set_attribute(
-                "title",
-                &format!("test image {index}: true {truth}, predicted {guess}"),
-            )
-            .ok();
         let _ = gallery.append_child(&figure);
     }
     Ok(())

@@ -108,6 +108,7 @@ pub fn start() {
     wire_controls(&session);
     wire_warm_up(&session);
     insight::wire_drawing(&session);
+    insight::wire_confusion(&session);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&session).await {
             fail(&error.to_string());

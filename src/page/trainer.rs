@@ -282,7 +282,21 @@ impl Trainer {
 
     /// Test digits with the current model's guesses, each with its pixels.
     pub async fn gallery(&self) -> Result<Vec<(GalleryDigit, Vec<u8>)>, PageError> {
-        match self.ask(Request::Gallery).await? {
+        self.digits(Request::Gallery).await
+    }
+
+    /// Up to 48 of the first `len` test digits that are `truth` and taken for `guess`.
+    pub async fn confused(
+        &self,
+        truth: u8,
+        guess: usize,
+        len: usize,
+    ) -> Result<Vec<(GalleryDigit, Vec<u8>)>, PageError> {
+        self.digits(Request::Confused { truth, guess, len }).await
+    }
+
+    async fn digits(&self, request: Request) -> Result<Vec<(GalleryDigit, Vec<u8>)>, PageError> {
+        match self.ask(request).await? {
             (Reply::Gallery(digits), pixels) if digits.len() == pixels.len() => {
                 Ok(digits.into_iter().zip(pixels).collect())
             }

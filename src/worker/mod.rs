@@ -23,7 +23,7 @@ use crate::model::Net;
 use crate::op_profile::cpu_profile;
 use crate::predict::{predicted, probabilities};
 use crate::train::{
-    Outcome, TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from,
+    CLASSES, Outcome, TrainControl, TrainError, TrainEvent, Trained, evaluate, train, train_from,
 };
 use crate::warm_up::warm_up;
 use crate::weights::{WeightsError, from_safetensors, to_cpu, to_safetensors};
@@ -33,6 +33,8 @@ use protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request};
 const GALLERY_FIRST: usize = 24;
 const GALLERY_MISTAKES: usize = 12;
 const GALLERY_SEARCH: usize = 1000;
+/// Digits shown for a cell of the confusion matrix.
+const CONFUSED_SHOWN: usize = 48;
 
 #[derive(Debug, Error)]
 pub enum WorkerError {
@@ -81,7 +83,14 @@ struct State {
     data: Option<Rc<Mnist>>,
     control: Option<TrainControl>,
     model: Option<Rc<Model>>,
+    /// The current model's probabilities for the first test digits, once asked for.
+    guesses: Option<Guesses>,
     warming: Option<WarmUp>,
+}
+
+struct Guesses {
+    model: Rc<Model>,
+    digits: Rc<Vec<[f32; CLASSES]>>,
 }
 
 /// The warm-up going.
@@ -239,6 +248,7 @@ async fn answer(state: &Shared, request: Envelope<Request>) -> Answer {
             Ok((Reply::Evaluated(report), Vec::new()))
         }
         Request::Gallery => gallery(state).await,
+        Request::Confused { truth, guess, len } => confused(state, truth, guess, len).await,
         Request::CpuProfile {
             model,
             batch,
@@ -393,31 +403,78 @@ async fn train_on(
     }?)
 }
 
+/// The current model's probabilities for the first `len` test digits, kept for the next ask.
+async fn guesses(
+    state: &Shared,
+    len: usize,
+) -> Result<(Rc<Model>, Rc<Mnist>, Rc<Vec<[f32; CLASSES]>>), WorkerError> {
+    let (model, data) = model_and_data(state)?;
+    let len = data.test.len_within(Some(len));
+    let kept = state.borrow().guesses.as_ref().and_then(|kept| {
+        (Rc::ptr_eq(&kept.model, &model) && kept.digits.len() >= len).then(|| kept.digits.clone())
+    });
+    if let Some(digits) = kept {
+        return Ok((model, data, digits));
+    }
+    let batcher = MnistBatcher::new(Device::flex());
+    let mut digits = Vec::with_capacity(len);
+    // In slices: lenet's conv1 output alone is 46 KB a digit.
+    for start in (0..len).step_by(GALLERY_SEARCH) {
+        let pixels: Vec<u8> = (start..len.min(start + GALLERY_SEARCH))
+            .flat_map(|i| data.test.image(i).iter().copied())
+            .collect();
+        digits.extend(probabilities(&model.net, &pixels, &batcher).await?);
+    }
+    let digits = Rc::new(digits);
+    state.borrow_mut().guesses = Some(Guesses {
+        model: model.clone(),
+        digits: digits.clone(),
+    });
+    Ok((model, data, digits))
+}
+
+fn gallery_digit(data: &Mnist, guesses: &[[f32; CLASSES]], index: usize) -> GalleryDigit {
+    let guess = predicted(&guesses[index]);
+    GalleryDigit {
+        index,
+        truth: data.test.label(index),
+        guess,
+        probability: guesses[index][guess],
+    }
+}
+
+/// The digits, with each one's pixels as a payload.
+fn gallery_answer(data: &Mnist, guesses: &[[f32; CLASSES]], shown: Vec<usize>) -> Answer {
+    let payloads = shown.iter().map(|&i| data.test.image(i).to_vec()).collect();
+    let digits = shown
+        .into_iter()
+        .map(|index| gallery_digit(data, guesses, index))
+        .collect();
+    Ok((Reply::Gallery(digits), payloads))
+}
+
 /// The current model's guesses on the first test digits and on some of its mistakes among the
 /// next; each digit's pixels are a payload.
 async fn gallery(state: &Shared) -> Answer {
-    let (model, data) = model_and_data(state)?;
-    let count = data.test.len().min(GALLERY_SEARCH);
-    let pixels: Vec<u8> = (0..count)
-        .flat_map(|i| data.test.image(i).iter().copied())
-        .collect();
-    let batcher = MnistBatcher::new(Device::flex());
-    let guesses = probabilities(&model.net, &pixels, &batcher).await?;
-    let digit = |index: usize| GalleryDigit {
-        index,
-        truth: data.test.label(index),
-        guess: predicted(&guesses[index]),
-    };
+    let (_, data, guesses) = guesses(state, GALLERY_SEARCH).await?;
+    let count = guesses.len().min(GALLERY_SEARCH);
     let wrong = |index: &usize| {
-        let digit = digit(*index);
+        let digit = gallery_digit(&data, &guesses, *index);
         digit.guess != usize::from(digit.truth)
     };
     let shown: Vec<usize> = (0..count.min(GALLERY_FIRST))
         .chain((GALLERY_FIRST..count).filter(wrong).take(GALLERY_MISTAKES))
         .collect();
-    let payloads = shown.iter().map(|&i| data.test.image(i).to_vec()).collect();
-    Ok((
-        Reply::Gallery(shown.into_iter().map(digit).collect()),
-        payloads,
-    ))
+    gallery_answer(&data, &guesses, shown)
+}
+
+/// Up to `CONFUSED_SHOWN` of the first `len` test digits that are `truth` and taken for `guess`.
+async fn confused(state: &Shared, truth: u8, guess: usize, len: usize) -> Answer {
+    let (_, data, guesses) = guesses(state, len).await?;
+    let len = data.test.len_within(Some(len));
+    let shown = (0..len)
+        .filter(|&i| data.test.label(i) == truth && predicted(&guesses[i]) == guess)
+        .take(CONFUSED_SHOWN)
+        .collect();
+    gallery_answer(&data, &guesses, shown)
 }

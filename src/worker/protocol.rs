@@ -50,6 +50,13 @@ pub enum Request {
     },
     /// The current model's guesses on test digits: `Gallery`.
     Gallery,
+    /// Of the first `len` test digits, up to 48 that are `truth` and that the current model
+    /// takes for `guess`: a cell of the confusion matrix, opened: `Gallery`.
+    Confused {
+        truth: u8,
+        guess: usize,
+        len: usize,
+    },
     /// The current model's probabilities for the payload, one 28x28 digit: `Probabilities`.
     Predict,
     /// Where a CPU step's time goes in this browser, each phase and op timed `repeats` times
@@ -67,6 +74,9 @@ pub struct GalleryDigit {
     pub index: usize,
     pub truth: u8,
     pub guess: usize,
+    /// The model's probability for its guess.
+    #[serde(with = "crate::json_float")]
+    pub probability: f32,
 }
 
 /// What the worker answers.

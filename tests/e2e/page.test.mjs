@@ -111,6 +111,32 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
       (fs) => fs.map((f) => [f.className, f.querySelector('figcaption').textContent]));
     assert.ok(figures.length >= 24, `${figures.length} digits in the gallery`);
     for (const [kind, caption] of figures) assert.match(caption, kind === 'mistake' ? /^\d, is \d$/ : /^\d$/);
+    // A number of the matrix opens its digits: the most frequent mistake's, by keyboard.
+    const cell = await page.$$eval('#confusion button[data-truth]', (buttons) => buttons
+      .filter((b) => b.dataset.truth !== b.dataset.guess)
+      .map((b) => [Number(b.dataset.truth), Number(b.dataset.guess), Number(b.textContent)])
+      .sort((a, b) => b[2] - a[2])[0]);
+    const [truth, guess, count] = cell;
+    await page.focus(`#confusion button[data-truth="${truth}"][data-guess="${guess}"]`);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /with its probability/.test(document.querySelector('#confused-caption').textContent));
+    const confused = await page.$$eval('#confused figure', (fs) => fs.map((f) => [f.title, f.querySelector('figcaption').textContent]));
+    // The page re-evaluates on the CPU: a GPU's run may count an image or two the other way.
+    const slack = backend === 'gpu' ? 2 : 0;
+    assert.ok(Math.abs(confused.length - Math.min(48, count)) <= slack, `${confused.length} digits for a cell of ${count}`);
+    for (const [title, caption] of confused) {
+      assert.match(title, new RegExp(`true ${truth}, predicted ${guess} with \\d+\\.\\d %$`));
+      assert.match(caption, /^\d+ %$/);
+    }
+    // A cell of more than 48 (one digit's hits) shows its first 48.
+    const [hit, hits] = await page.$$eval('#confusion button[data-truth]', (buttons) => buttons
+      .filter((b) => b.dataset.truth === b.dataset.guess)
+      .map((b) => [Number(b.dataset.truth), Number(b.textContent)])
+      .sort((a, b) => b[1] - a[1])[0]);
+    await page.click(`#confusion button[data-truth="${hit}"][data-guess="${hit}"]`);
+    await page.waitForFunction((hit) => document.querySelector('#confused-caption').textContent.startsWith(`${hit}s the model gets right`), hit);
+    const shown = await page.$$eval('#confused figure', (fs) => fs.length);
+    assert.ok(Math.abs(shown - Math.min(48, hits)) <= slack, `${shown} digits for a cell of ${hits}`);
     // A vertical stroke on the drawing canvas: ten probabilities that sum to 1, and a 1.
     await page.locator('#draw').scrollIntoViewIfNeeded();
     const pad = await page.locator('#draw').boundingBox();
