@@ -3,7 +3,7 @@
 #   scripts/setup.sh wasm      wasm32 target, wasm-bindgen-cli 0.2.130, wasm-pack
 #   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
-#   scripts/setup.sh e2e       playwright-core for the end-to-end tests (npm, no browser download)
+#   scripts/setup.sh e2e       playwright-core and axe-core for the end-to-end tests (npm, no browser download)
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
 #   scripts/setup.sh soak      the benchmark's npm packages only
 #   scripts/setup.sh fuzz      nightly Rust and cargo-fuzz
@@ -44,7 +44,7 @@ setup_browser() {
 }
 
 setup_e2e() {
-  [ -d tests/e2e/node_modules/playwright-core ] ||
+  [ -d tests/e2e/node_modules/playwright-core ] && [ -d tests/e2e/node_modules/axe-core ] ||
     (cd tests/e2e && npm ci --no-audit --no-fund)
 }
 

@@ -2,6 +2,7 @@
 //! plotters on any backend (SVG for the CLI's loss.svg).
 
 use plotters::coord::Shift;
+use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use thiserror::Error;
 
@@ -14,12 +15,63 @@ const LR_CHANGE_COLOR: RGBColor = RGBColor(44, 160, 44);
 
 pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 /// One of the charts, drawn on any plotters backend: SVG natively, a canvas in the page.
-pub type DrawFn<DB> = fn(&DrawingArea<DB, Shift>, &RunMetrics) -> DrawResult<DB>;
+pub type DrawFn<DB> = fn(&DrawingArea<DB, Shift>, &RunMetrics, &ChartTheme) -> DrawResult<DB>;
+
+/// The colours around the series, for a light or a dark page; the series keep theirs.
+#[derive(Clone, Copy, Debug)]
+pub struct ChartTheme {
+    pub background: RGBColor,
+    pub text: RGBColor,
+    pub grid: RGBColor,
+}
+
+impl ChartTheme {
+    pub const LIGHT: Self = Self {
+        background: WHITE,
+        text: RGBColor(29, 35, 42),
+        grid: RGBColor(208, 215, 222),
+    };
+    /// The page's dark panel (`web/style.css`).
+    pub const DARK: Self = Self {
+        background: RGBColor(22, 27, 34),
+        text: RGBColor(230, 237, 243),
+        grid: RGBColor(48, 54, 61),
+    };
+
+    fn font(&self, size: u32) -> TextStyle<'static> {
+        ("sans-serif", size).into_font().color(&self.text)
+    }
+
+    /// The mesh, labels and axis descriptions in this theme's colours.
+    fn mesh<DB, X, Y, XT, YT>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+        x: &str,
+        y: &str,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+        Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+    {
+        chart
+            .configure_mesh()
+            .x_desc(x)
+            .y_desc(y)
+            .axis_style(self.text)
+            .bold_line_style(self.grid)
+            .light_line_style(self.grid.mix(0.4))
+            .label_style(self.font(13))
+            .axis_desc_style(self.font(14))
+            .draw()
+    }
+}
 
 /// Training loss against step.
 pub fn draw_loss<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     metrics: &RunMetrics,
+    theme: &ChartTheme,
 ) -> DrawResult<DB> {
     let max_step = metrics
         .losses
@@ -29,16 +81,12 @@ pub fn draw_loss<DB: DrawingBackend>(
         .max(1);
     let max_loss = metrics.losses.iter().map(|p| p.loss).fold(0.1f32, f32::max);
     let mut chart = ChartBuilder::on(area)
-        .caption("Training loss", ("sans-serif", 18))
+        .caption("Training loss", theme.font(18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
         .build_cartesian_2d(0..max_step + 1, 0f32..max_loss * 1.05)?;
-    chart
-        .configure_mesh()
-        .x_desc("step")
-        .y_desc("cross-entropy")
-        .draw()?;
+    theme.mesh(&mut chart, "step", "cross-entropy")?;
     let points = || metrics.losses.iter().map(|p| (p.step, p.loss));
     chart.draw_series(LineSeries::new(points(), LOSS_COLOR.stroke_width(2)))?;
     // Markers too: a run with one log point so far has no line yet.
@@ -63,6 +111,7 @@ pub fn draw_loss<DB: DrawingBackend>(
 pub fn draw_accuracy<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     metrics: &RunMetrics,
+    theme: &ChartTheme,
 ) -> DrawResult<DB> {
     let epochs = metrics.config.epochs.max(1);
     let low = metrics
@@ -72,12 +121,12 @@ pub fn draw_accuracy<DB: DrawingBackend>(
         .fold(90.0, f64::min)
         .floor();
     let mut chart = ChartBuilder::on(area)
-        .caption("Test accuracy", ("sans-serif", 18))
+        .caption("Test accuracy", theme.font(18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
         .build_cartesian_2d(0..epochs + 1, low..100.0)?;
-    chart.configure_mesh().x_desc("epoch").y_desc("%").draw()?;
+    theme.mesh(&mut chart, "epoch", "%")?;
     let points: Vec<(usize, f64)> = metrics
         .epochs
         .iter()
@@ -105,10 +154,11 @@ pub fn render_svg(metrics: &RunMetrics) -> Result<String, ChartError> {
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
         let draw = || -> DrawResult<SVGBackend<'_>> {
-            root.fill(&WHITE)?;
+            let theme = ChartTheme::LIGHT;
+            root.fill(&theme.background)?;
             let (left, right) = root.split_horizontally(SIZE.0 / 2);
-            draw_loss(&left, metrics)?;
-            draw_accuracy(&right, metrics)?;
+            draw_loss(&left, metrics, &theme)?;
+            draw_accuracy(&right, metrics, &theme)?;
             root.present()
         };
         draw().map_err(|e| ChartError(e.to_string()))?;

@@ -35,6 +35,20 @@ impl Phase {
         }
     }
 
+    /// What a screen reader says when the page enters this phase.
+    pub fn announcement(self) -> &'static str {
+        match self {
+            Phase::Loading => "Loading MNIST",
+            Phase::Ready => "Ready to train",
+            Phase::Training { paused: false } => "Training",
+            Phase::Training { paused: true } => "Training paused",
+            Phase::Finished(Outcome::Completed) => "Training done",
+            Phase::Finished(Outcome::Stopped) => "Training stopped",
+            Phase::Finished(Outcome::Diverged) => "Training diverged",
+            Phase::Failed => "Training failed: see the error",
+        }
+    }
+
     pub fn is_training(self) -> bool {
         matches!(self, Phase::Training { .. })
     }
@@ -52,6 +66,7 @@ pub struct Holding {
 pub fn render(phase: Phase, holding: &Holding) {
     let body = dom::document().body().expect("a body");
     let _ = body.dataset().set("state", phase.name());
+    set_text("run-state", phase.announcement());
     let alive = !holding.worker_gone;
     let training = phase.is_training() && alive;
     let idle = alive && !matches!(phase, Phase::Loading) && !phase.is_training();

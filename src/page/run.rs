@@ -4,14 +4,14 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
-use plotters::prelude::{IntoDrawingArea, WHITE};
+use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
 use web_sys::{HtmlInputElement, HtmlProgressElement};
 
 use super::dom::{by_id, set_text};
 use super::phase::Phase;
 use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
-use crate::chart;
+use crate::chart::{self, ChartTheme};
 use crate::config::TrainConfig;
 use crate::device::BackendChoice;
 use crate::metrics::RunMetrics;
@@ -28,8 +28,23 @@ pub fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<CanvasBacken
         return;
     };
     let area = backend.into_drawing_area();
-    if let Err(error) = area.fill(&WHITE).and_then(|_| draw(&area, metrics)) {
+    let theme = chart_theme();
+    if let Err(error) = area
+        .fill(&theme.background)
+        .and_then(|_| draw(&area, metrics, &theme))
+    {
         web_sys::console::warn_1(&format!("{canvas}: {error}").into());
+    }
+}
+
+/// The page's colour scheme, as the stylesheet follows it.
+fn chart_theme() -> ChartTheme {
+    let dark = web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+        .is_some_and(|query| query.matches());
+    match dark {
+        true => ChartTheme::DARK,
+        false => ChartTheme::LIGHT,
     }
 }
 

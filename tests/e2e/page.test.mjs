@@ -8,6 +8,7 @@ import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 
 const root = new URL('../../', import.meta.url);
+const AXE = readFileSync(new URL('node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
 const base = process.env.WEBTRAIN_URL ?? 'http://127.0.0.1:8080';
 const screenshots = new URL('target/e2e/', root);
 // The CLI `cargo test` built: it evaluates the weights the page saves.
@@ -578,5 +579,132 @@ test('a model the browser cannot keep says why', { timeout: 300_000 }, async () 
   await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
   assert.match(await page.textContent('#model-status'), /^Not kept in this browser: QuotaExceededError/);
   await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(base).origin });
+  await page.close();
+});
+
+// Text that overflows its box or wraps mid-phrase, and sideways scrolling, as [what, problem].
+function layoutProblems() {
+  const problems = [];
+  const measure = document.createElement('canvas').getContext('2d');
+  const shown = (el) => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  for (const el of document.querySelectorAll('label, button, select, h1, h2, summary, th')) {
+    if (!shown(el)) continue;
+    const name = `${el.tagName.toLowerCase()} ${el.id || el.textContent.trim().slice(0, 40)}`;
+    if (el.scrollWidth > el.clientWidth + 1) problems.push([name, 'overflows its box']);
+    if (el.tagName === 'SELECT') {
+      const style = getComputedStyle(el);
+      measure.font = `${style.fontWeight} ${style.fontSize} ${style.fontFamily}`;
+      // Each option's text beside the arrow.
+      for (const option of el.options) {
+        if (measure.measureText(option.text).width + 30 > el.clientWidth) problems.push([name, `cuts "${option.text}"`]);
+      }
+      continue;
+    }
+    // Its own words on one line: the line boxes of each text node share one top.
+    for (const node of el.childNodes) {
+      if (node.nodeType !== Node.TEXT_NODE || !node.textContent.trim() || el.classList.contains('stacked')) continue;
+      const range = document.createRange();
+      range.selectNodeContents(node);
+      const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (tops.size > 1) problems.push([name, `wraps over ${tops.size} lines`]);
+    }
+  }
+  if (document.documentElement.scrollWidth > innerWidth + 1) {
+    problems.push(['page', `scrolls sideways: ${document.documentElement.scrollWidth} px in ${innerWidth}`]);
+  }
+  return problems;
+}
+
+// axe-core's serious and critical violations on the page as it is, as "rule: target" lines.
+async function axeViolations(page) {
+  if (!(await page.evaluate(() => 'axe' in window))) await page.evaluate(AXE);
+  const { violations } = await page.evaluate(() => window.axe.run(document, { resultTypes: ['violations'] }));
+  return violations.filter((v) => ['serious', 'critical'].includes(v.impact))
+    .flatMap((v) => v.nodes.map((n) => `${v.id}: ${n.target.join(' ')} (${n.failureSummary?.split('\n')[1]?.trim()})`));
+}
+
+const SIZES = [[1280, 800], [1440, 900], [1920, 1080], [390, 844]];
+
+for (const [width, height] of SIZES) {
+  const phone = width < 800;
+  test(`the page at ${width}×${height}: no text cut or wrapped, ${phone ? 'one column for touch' : 'the charts in the first screen while training'}`, { timeout: 300_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width, height }, hasTouch: phone, isMobile: phone });
+    await page.goto(`${base}/?epochs=1&train_limit=6400&test_limit=200&log_interval=10&model=lenet-small&backend=cpu`);
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    assert.deepEqual(await page.evaluate(layoutProblems), [], 'idle');
+    await page.click('#start');
+    await page.waitForFunction(() => Number(document.getElementById('step').textContent) >= 20, null, { timeout: 120_000 });
+    assert.deepEqual(await page.evaluate(layoutProblems), [], 'training');
+    const box = (id) => page.$eval(`#${id}`, (el) => { const r = el.getBoundingClientRect(); return { top: r.top, bottom: r.bottom, left: r.left, right: r.right, height: r.height }; });
+    if (phone) {
+      // One column, every control big enough for a finger, the drawing pad not scrolling.
+      assert.equal((await box('settings')).left, (await box('run')).left, 'one column');
+      const small = await page.$$eval('button, select, input:not([type=checkbox]):not([type=file])', (els) => els
+        .filter((el) => el.getClientRects().length && !el.hidden)
+        .filter((el) => el.getBoundingClientRect().height < 44).map((el) => el.id || el.textContent));
+      assert.deepEqual(small, [], 'touch targets under 44 px');
+      assert.equal(await page.$eval('#draw', (el) => getComputedStyle(el).touchAction), 'none');
+    } else {
+      for (const chart of ['loss-chart', 'accuracy-chart']) {
+        const { bottom } = await box(chart);
+        assert.ok(bottom <= height, `#${chart} ends at ${bottom.toFixed(0)} px, below the first ${height}`);
+      }
+    }
+    const name = phone ? 'phone' : `desktop-${width}`;
+    await page.screenshot({ path: new URL(`layout-${name}.png`, screenshots).pathname });
+    await page.click('#stop');
+    await page.close();
+  });
+}
+
+for (const scheme of ['light', 'dark']) {
+  test(`axe-core finds nothing serious in the ${scheme} theme, idle, training and done; the charts follow the theme`, { timeout: 300_000 }, async () => {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: scheme });
+    await page.goto(`${base}/?epochs=1&train_limit=1280&test_limit=200&log_interval=5&model=lenet-small&backend=cpu`);
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    assert.deepEqual(await axeViolations(page), [], 'idle');
+    await page.click('#start');
+    await page.waitForFunction(() => Number(document.getElementById('step').textContent) >= 5, null, { timeout: 120_000 });
+    await page.click('#pause');
+    await page.waitForSelector('body[data-state="paused"]');
+    assert.deepEqual(await axeViolations(page), [], 'paused mid-run');
+    await page.click('#pause');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 120_000 });
+    assert.deepEqual(await axeViolations(page), [], 'done');
+    // The chart's background is the panel's, light or dark.
+    const corner = await page.$eval('#loss-chart', (c) => [...c.getContext('2d').getImageData(2, 2, 1, 1).data.slice(0, 3)]);
+    const brightness = corner.reduce((a, b) => a + b) / 3;
+    assert.ok(scheme === 'dark' ? brightness < 60 : brightness > 200, `chart background ${corner} in the ${scheme} theme`);
+    await page.screenshot({ path: new URL(`theme-${scheme}.png`, screenshots).pathname, fullPage: true });
+    await page.close();
+  });
+}
+
+test('keyboard alone: tab to the settings and Start, run, pause and stop; the state is announced', { timeout: 300_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=6400&test_limit=200&log_interval=10&model=lenet-small&backend=cpu');
+  // Tab order follows the layout: the settings first, from the model down, then Start.
+  const order = [];
+  for (let i = 0; i < 14; i++) {
+    await page.keyboard.press('Tab');
+    order.push(await page.evaluate(() => document.activeElement.id));
+  }
+  assert.deepEqual(order.slice(0, 12), ['model', 'optimizer', 'lr', 'momentum', 'batch-size', 'epochs', 'seed',
+    'log-interval', 'train-limit', 'test-limit', 'backend-choice', 'start'], `tab order ${order}`);
+  await page.focus('#start');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('body[data-state="training"]');
+  await page.focus('#pause');
+  await page.keyboard.press('Space');
+  await page.waitForSelector('body[data-state="paused"]');
+  await page.keyboard.press('Tab');
+  assert.equal(await page.evaluate(() => document.activeElement.id), 'stop');
+  await page.keyboard.press('Enter');
+  await page.waitForSelector('body[data-state="stopped"]');
+  // A screen reader hears the run's state and errors: live regions.
+  assert.match(await page.textContent('#run-state'), /stopped/i);
+  assert.equal(await page.getAttribute('#run-state', 'aria-live'), 'polite');
+  assert.equal(await page.getAttribute('#error', 'role'), 'alert');
+  // The drawing pad says it needs a pointer.
+  assert.match(await page.getAttribute('#draw', 'aria-label'), /pointer|finger|mouse/i);
   await page.close();
 });
