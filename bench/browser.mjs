@@ -12,7 +12,7 @@ export const GPU_COUNTS = readFileSync(new URL('gpu_counts.js', import.meta.url)
 
 // The page's worker script, with the WebGPU counters installed first and the totals kept at
 // each step the worker reports (src/worker's Step events), in globalThis.stepCounts.
-const countedWorker = (timing) => `globalThis.gpuTiming = ${timing};
+export const countedWorker = (timing) => `globalThis.gpuTiming = ${timing};
 ${GPU_COUNTS}
 globalThis.stepCounts = {};
 globalThis.gpuStep = 1;
@@ -43,7 +43,7 @@ await init();
 // What each step cost the device on average from step `from` to step `to`, and the readbacks
 // made by steps that neither log nor checkpoint (the step after a logged one takes its
 // checkpoint's read).
-function perStep(counts, from, to) {
+export function perStep(counts, from, to) {
   if (!counts?.[from] || !counts?.[to]) return null;
   const average = {};
   for (const key of ['dispatches', 'submits', 'uploads', 'upload_bytes', 'readbacks', 'pipelines']) {

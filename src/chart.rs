@@ -1,8 +1,9 @@
-//! The run's charts: training loss per log interval and test accuracy per epoch, drawn with
+//! The run's charts against epoch: training loss, and training and test accuracy, drawn with
 //! plotters on any backend (SVG for the CLI's loss.svg).
 
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use thiserror::Error;
 
@@ -11,6 +12,7 @@ use crate::metrics::RunMetrics;
 const SIZE: (u32, u32) = (960, 400);
 const LOSS_COLOR: RGBColor = RGBColor(31, 119, 180);
 const ACCURACY_COLOR: RGBColor = RGBColor(214, 39, 40);
+const TRAIN_ACCURACY_COLOR: RGBColor = RGBColor(255, 127, 14);
 const LR_CHANGE_COLOR: RGBColor = RGBColor(44, 160, 44);
 
 pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
@@ -60,88 +62,162 @@ impl ChartTheme {
             .y_desc(y)
             .axis_style(self.text)
             .bold_line_style(self.grid)
-            .light_line_style(self.grid.mix(0.4))
+            // Light lines between the labelled ones: more to draw at each redraw, little to read.
+            .light_line_style(TRANSPARENT)
             .label_style(self.font(13))
             .axis_desc_style(self.font(14))
             .draw()
     }
+
+    /// The series' legend at `position`, in this theme's colours.
+    fn legend<'a, DB, X, Y>(
+        &self,
+        chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+        position: SeriesLabelPosition,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend + 'a,
+        X: Ranged,
+        Y: Ranged,
+    {
+        chart
+            .configure_series_labels()
+            .position(position)
+            .background_style(self.background.mix(0.85))
+            .border_style(self.grid)
+            .label_font(self.font(13))
+            .draw()
+    }
 }
 
-/// Training loss against step.
+/// How much each smoothed point keeps of the one before it (an exponential moving average,
+/// debiased at the start, as TensorBoard smooths).
+const SMOOTHING: f64 = 0.8;
+
+/// The smoothed curve through `points`.
+fn smoothed(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let (mut average, mut weight) = (0.0, 0.0);
+    points
+        .iter()
+        .map(|&(x, y)| {
+            average = SMOOTHING * average + (1.0 - SMOOTHING) * y;
+            weight = SMOOTHING * weight + (1.0 - SMOOTHING);
+            (x, average / weight)
+        })
+        .collect()
+}
+
+/// The chart's x extent in epochs: the run's, or what the points reach past it.
+fn epoch_extent(metrics: &RunMetrics) -> f64 {
+    let reached = metrics.intervals.last().map_or(0.0, |i| i.epochs);
+    reached.max(metrics.config.epochs as f64).max(1.0)
+}
+
+/// A series drawn twice: its raw points faint, its smoothed curve over them.
+fn draw_smoothed<DB: DrawingBackend>(
+    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    points: &[(f64, f64)],
+    color: RGBColor,
+    label: &str,
+) -> DrawResult<DB> {
+    let faint = color.mix(0.3);
+    chart.draw_series(LineSeries::new(
+        points.iter().copied(),
+        faint.stroke_width(1),
+    ))?;
+    // A run with one point so far has no line yet: a marker.
+    if let [point] = points {
+        chart.draw_series([Circle::new(*point, 3, color.filled())])?;
+    }
+    chart
+        .draw_series(LineSeries::new(smoothed(points), color.stroke_width(2)))?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
+    Ok(())
+}
+
+/// Training loss of every few steps against epoch.
 pub fn draw_loss<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     metrics: &RunMetrics,
     theme: &ChartTheme,
 ) -> DrawResult<DB> {
-    let max_step = metrics
-        .losses
-        .last()
-        .map_or(0, |p| p.step)
-        .max(metrics.total_steps)
-        .max(1);
-    let max_loss = metrics.losses.iter().map(|p| p.loss).fold(0.1f32, f32::max);
+    let points: Vec<(f64, f64)> = metrics
+        .intervals
+        .iter()
+        .filter(|i| i.loss.is_finite())
+        .map(|i| (i.epochs, f64::from(i.loss)))
+        .collect();
+    let top = points.iter().map(|p| p.1).fold(0.1, f64::max) * 1.05;
     let mut chart = ChartBuilder::on(area)
         .caption("Training loss", theme.font(18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
-        .build_cartesian_2d(0..max_step + 1, 0f32..max_loss * 1.05)?;
-    theme.mesh(&mut chart, "step", "cross-entropy")?;
-    let points = || metrics.losses.iter().map(|p| (p.step, p.loss));
-    chart.draw_series(LineSeries::new(points(), LOSS_COLOR.stroke_width(2)))?;
-    // Markers too: a run with one log point so far has no line yet.
-    chart.draw_series(points().map(|p| Circle::new(p, 3, LOSS_COLOR.filled())))?;
-    // Each change of the learning rate: a vertical line at its first step, labelled.
-    let top = max_loss * 1.05;
+        .build_cartesian_2d(0.0..epoch_extent(metrics), 0.0..top)?;
+    theme.mesh(&mut chart, "epoch", "cross-entropy")?;
+    draw_smoothed(&mut chart, &points, LOSS_COLOR, "smoothed")?;
+    // Each change of the learning rate: a vertical line where its first step begins, labelled.
+    let batches_per_epoch = (metrics.total_steps / metrics.config.epochs.max(1)).max(1);
     for change in &metrics.lr_changes {
+        let x = change.step.saturating_sub(1) as f64 / batches_per_epoch as f64;
         chart.draw_series(LineSeries::new(
-            [(change.step, 0.0), (change.step, top)],
+            [(x, 0.0), (x, top)],
             LR_CHANGE_COLOR.stroke_width(2),
         ))?;
         chart.draw_series([Text::new(
             format!("lr {}", change.lr),
-            (change.step, top * 0.95),
+            (x, top * 0.95),
             ("sans-serif", 14).into_font().color(&LR_CHANGE_COLOR),
         )])?;
     }
-    Ok(())
+    theme.legend(&mut chart, SeriesLabelPosition::UpperRight)
 }
 
-/// Test accuracy against epoch.
+/// Test accuracy after each epoch, and training accuracy of every few steps, against epoch.
 pub fn draw_accuracy<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     metrics: &RunMetrics,
     theme: &ChartTheme,
 ) -> DrawResult<DB> {
-    let epochs = metrics.config.epochs.max(1);
-    let low = metrics
+    let training: Vec<(f64, f64)> = metrics
+        .intervals
+        .iter()
+        .map(|i| (i.epochs, f64::from(i.accuracy)))
+        .filter(|p| p.1.is_finite())
+        .collect();
+    let test: Vec<(f64, f64)> = metrics
         .epochs
         .iter()
-        .map(|e| e.accuracy())
-        .fold(90.0, f64::min)
-        .floor();
+        .map(|e| (e.epoch as f64, e.accuracy()))
+        .collect();
+    // From 90 % unless a curve starts lower, in steps of 10.
+    let lowest = smoothed(&training)
+        .iter()
+        .chain(&test)
+        .map(|p| p.1)
+        .fold(90.0, f64::min);
+    let low = (lowest / 10.0).floor().max(0.0) * 10.0;
     let mut chart = ChartBuilder::on(area)
-        .caption("Test accuracy", theme.font(18))
+        .caption("Accuracy", theme.font(18))
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
-        .build_cartesian_2d(0..epochs + 1, low..100.0)?;
+        .build_cartesian_2d(0.0..epoch_extent(metrics), low..100.0)?;
     theme.mesh(&mut chart, "epoch", "%")?;
-    let points: Vec<(usize, f64)> = metrics
-        .epochs
-        .iter()
-        .map(|e| (e.epoch, e.accuracy()))
-        .collect();
-    chart.draw_series(LineSeries::new(
-        points.iter().copied(),
-        ACCURACY_COLOR.stroke_width(2),
-    ))?;
+    draw_smoothed(&mut chart, &training, TRAIN_ACCURACY_COLOR, "training")?;
+    chart
+        .draw_series(LineSeries::new(
+            test.iter().copied(),
+            ACCURACY_COLOR.stroke_width(2),
+        ))?
+        .label("test")
+        .legend(|(x, y)| Circle::new((x + 9, y), 4, ACCURACY_COLOR.filled()));
     chart.draw_series(
-        points
-            .iter()
+        test.iter()
             .map(|&p| Circle::new(p, 4, ACCURACY_COLOR.filled())),
     )?;
-    Ok(())
+    theme.legend(&mut chart, SeriesLabelPosition::LowerRight)
 }
 
 #[derive(Debug, Error)]
@@ -170,19 +246,26 @@ pub fn render_svg(metrics: &RunMetrics) -> Result<String, ChartError> {
 mod tests {
     use super::*;
     use crate::config::TrainConfig;
-    use crate::metrics::LossPoint;
+    use crate::interval::IntervalReport;
     use crate::train::EpochReport;
 
+    fn interval(step: usize) -> IntervalReport {
+        IntervalReport {
+            epoch: 1,
+            step,
+            epochs: step as f64 / 100.0,
+            steps: 10,
+            samples: 640,
+            loss: 2.0 / step as f32,
+            accuracy: 100.0 - 50.0 / step as f32,
+        }
+    }
+
     #[test]
-    fn svg_shows_both_series() {
+    fn svg_shows_the_loss_and_both_accuracies_against_epoch() {
         let mut metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
-        metrics.losses = (1..=5)
-            .map(|s| LossPoint {
-                step: s * 100,
-                epoch: 1,
-                loss: 2.0 / s as f32,
-            })
-            .collect();
+        metrics.total_steps = 1000;
+        metrics.intervals = (1..=5).map(|s| interval(s * 10)).collect();
         metrics.epochs = vec![EpochReport {
             epoch: 1,
             test_loss: 0.1,
@@ -192,9 +275,23 @@ mod tests {
         }];
         let svg = render_svg(&metrics).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);
-        assert!(svg.contains("Training loss") && svg.contains("Test accuracy"));
-        assert!(svg.contains("<polyline"), "a loss line is drawn");
-        assert!(svg.contains("<circle"), "an accuracy point is drawn");
+        assert!(svg.contains("Training loss") && svg.contains("Accuracy"));
+        let text = |t: &str| svg.matches(&format!(">\n{t}\n</text>")).count();
+        assert_eq!(text("epoch"), 2, "x axes in epochs");
+        for label in ["smoothed", "training", "test"] {
+            assert_eq!(text(label), 1, "legend {label}");
+        }
+        // The raw points' line faint and the smoothed one over it (and in the legend), for the
+        // loss and the training accuracy; the test accuracy's line.
+        let lines = |color: &str, opacity: &str| {
+            let line = format!("<polyline fill=\"none\" opacity=\"{opacity}\" stroke=\"{color}\"");
+            svg.matches(&line).count()
+        };
+        for color in ["#1F77B4", "#FF7F0E"] {
+            assert_eq!((lines(color, "0.3"), lines(color, "1")), (1, 2), "{color}");
+        }
+        assert_eq!(lines("#D62728", "1"), 1);
+        assert!(svg.contains("<circle"), "points are drawn");
         assert!(!svg.contains("lr 0.05"));
         metrics.lr_changes = vec![crate::metrics::LrChange {
             step: 250,
@@ -202,5 +299,31 @@ mod tests {
         }];
         let svg = render_svg(&metrics).unwrap();
         assert!(svg.contains("lr 0.05"), "the change is labelled");
+    }
+
+    #[test]
+    fn the_smoothed_curve_starts_on_the_data_and_follows_it() {
+        let flat = smoothed(&[(0.0, 2.0), (1.0, 2.0), (2.0, 2.0)]);
+        assert!(flat.iter().all(|p| (p.1 - 2.0).abs() < 1e-12), "{flat:?}");
+        let step: Vec<(f64, f64)> = (0..40).map(|x| (x as f64, f64::from(x >= 10))).collect();
+        let curve = smoothed(&step);
+        assert_eq!(curve[9].1, 0.0);
+        assert!(curve[10].1 > 0.1 && curve[10].1 < 0.5, "{:?}", curve[10]);
+        assert!(curve.windows(2).skip(10).all(|w| w[0].1 < w[1].1));
+        assert!(curve[39].1 > 0.99);
+    }
+
+    #[test]
+    fn a_diverged_run_draws_its_finite_points() {
+        let mut metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
+        metrics.intervals = vec![
+            interval(10),
+            IntervalReport {
+                loss: f32::NAN,
+                accuracy: f32::NAN,
+                ..interval(20)
+            },
+        ];
+        assert!(render_svg(&metrics).is_ok());
     }
 }

@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod config;
 pub mod data;
 pub mod device;
+pub mod interval;
 pub mod json_float;
 pub mod kernel_profile;
 pub mod metrics;

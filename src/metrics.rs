@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::checkpoint::Position;
 use crate::config::TrainConfig;
+use crate::interval::IntervalReport;
 use crate::train::{Divergence, EpochReport, MemoryReport, Outcome, TrainEvent};
 
 /// A training loss read back at a log interval.
@@ -29,6 +30,9 @@ pub struct RunMetrics {
     /// The backend and adapter that trained, as shown to the user.
     pub backend: String,
     pub losses: Vec<LossPoint>,
+    /// The training loss and accuracy of every few steps: what the charts draw.
+    #[serde(default)]
+    pub intervals: Vec<IntervalReport>,
     /// Steps the whole run takes, known from its first step: the charts' extent.
     pub total_steps: usize,
     pub epochs: Vec<EpochReport>,
@@ -47,6 +51,7 @@ impl RunMetrics {
             config,
             backend,
             losses: Vec::new(),
+            intervals: Vec::new(),
             total_steps: 0,
             epochs: Vec::new(),
             samples_per_sec: 0.0,
@@ -71,6 +76,7 @@ impl RunMetrics {
                     });
                 }
             }
+            TrainEvent::Interval(report) => self.intervals.push(report.clone()),
             TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
             TrainEvent::Memory(report) => self.memory.push(report.clone()),
             TrainEvent::LrChanged { step, lr } => self.lr_changes.push(LrChange {
@@ -111,35 +117,39 @@ impl RunMetrics {
 
     fn forget_steps_after(&mut self, step: usize) {
         self.losses.retain(|point| point.step <= step);
+        self.intervals.retain(|interval| interval.step <= step);
         self.lr_changes.retain(|change| change.step <= step);
     }
 
-    /// Keeps at most `max` loss points (at least 2) for a chart of a run of any length: past
-    /// it, neighbouring points are merged in pairs into their mean at the later step. Halving
-    /// keeps the cost linear in the run's length; the points logged since the last halving
-    /// stay as they came.
-    pub fn thin_losses(&mut self, max: usize) {
-        if self.losses.len() <= max.max(2) {
-            return;
-        }
-        let merged = self
-            .losses
-            .chunks(2)
-            .map(|pair| {
-                let last = &pair[pair.len() - 1];
-                let mean = pair.iter().map(|p| p.loss).sum::<f32>() / pair.len() as f32;
-                LossPoint {
-                    loss: mean,
-                    ..last.clone()
-                }
-            })
-            .collect();
-        self.losses = merged;
+    /// Keeps at most `max` loss points and as many intervals (at least 2 of each) for a chart
+    /// of a run of any length: past it, neighbouring points are merged in pairs. Halving keeps
+    /// the cost linear in the run's length; the points come since the last halving stay as they
+    /// came.
+    pub fn thin(&mut self, max: usize) {
+        halve(&mut self.losses, max, |earlier, later| LossPoint {
+            loss: (earlier.loss + later.loss) / 2.0,
+            ..later.clone()
+        });
+        halve(&mut self.intervals, max, IntervalReport::merge);
     }
 
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("metrics are plain data")
     }
+}
+
+/// Merges neighbouring `points` in pairs (a lone last one kept) once there are more than `max`.
+fn halve<T: Clone>(points: &mut Vec<T>, max: usize, merge: impl Fn(&T, &T) -> T) {
+    if points.len() <= max.max(2) {
+        return;
+    }
+    *points = points
+        .chunks(2)
+        .map(|pair| match pair {
+            [earlier, later] => merge(earlier, later),
+            lone => lone[0].clone(),
+        })
+        .collect();
 }
 
 #[cfg(test)]
@@ -156,7 +166,7 @@ mod tests {
                 epoch: 1 + step / 1000,
                 loss: 1.0 / step as f32,
             });
-            metrics.thin_losses(1000);
+            metrics.thin(1000);
             assert!(metrics.losses.len() <= 1000);
         }
         assert!(metrics.losses.len() > 500, "{}", metrics.losses.len());

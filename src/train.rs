@@ -15,6 +15,7 @@ use web_time::{Duration, Instant};
 use crate::checkpoint::{Checkpoint, CheckpointError, Position};
 use crate::config::{ConfigError, TrainConfig, check_lr};
 use crate::data::{Mnist, MnistBatch, MnistBatcher, MnistSplit, epoch_order};
+use crate::interval::{IntervalMeter, IntervalReport};
 use crate::model::{Net, NetConfig};
 use crate::optimizer::Optimizer;
 use crate::platform;
@@ -138,6 +139,8 @@ pub enum Outcome {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub enum TrainEvent {
     Step(StepReport),
+    /// The training loss and accuracy of the last few steps, read a little after them.
+    Interval(IntervalReport),
     Epoch(EpochReport),
     /// After each epoch's evaluation.
     Memory(MemoryReport),
@@ -373,6 +376,7 @@ async fn run_on(
     let test_batcher = MnistBatcher::new(device.clone());
 
     let batches_per_epoch = epoch_len.div_ceil(config.batch_size);
+    let mut meter = IntervalMeter::new(epoch_len, config.batch_size, *device == Device::flex());
     // The settings as they stand: the learning rate may change while the run goes.
     let mut config = config.clone();
     let mut position = start.position;
@@ -385,6 +389,10 @@ async fn run_on(
         let first = position.batch;
         for (batch, indices) in order.chunks(config.batch_size).enumerate().skip(first) {
             if !control.proceed().await {
+                meter.end_open();
+                for interval in meter.read(None).await?.1 {
+                    on_event(TrainEvent::Interval(interval));
+                }
                 // Where a stopped run goes on from: a checkpoint of the step it stopped at.
                 *last = Checkpoint::capture(&config, position, &order, &model, &optim).await?;
                 on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
@@ -412,17 +420,20 @@ async fn run_on(
             let checked = logged || batch + 1 == batches_per_epoch;
             // The weights this loss is computed with: kept if it is finite.
             let weights = checked.then(|| model.clone());
-            let loss;
-            (model, loss) = stepper.step(model, &mut optim, config.lr, indices);
+            let stats;
+            (model, stats) = stepper.step(model, &mut optim, config.lr, indices);
             position.step += 1;
             position.batch = batch + 1;
-            let read = match checked {
-                true => Some(read_scalar::<f32, _>(loss).await?),
-                false => None,
+            meter.add(&stats, epoch, position.step, batch);
+            let (read, intervals) = match checked || meter.wants_read() {
+                true => meter.read(checked.then_some(stats.loss)).await?,
+                false => (None, Vec::new()),
             };
+            let intervals = intervals.into_iter().map(TrainEvent::Interval);
             position.trained_samples += indices.len();
             let so_far = training_time + started.elapsed();
             if let Some(loss) = read.filter(|l| !l.is_finite()) {
+                intervals.for_each(&mut *on_event);
                 on_event(TrainEvent::Diverged(Divergence {
                     epoch,
                     step: position.step,
@@ -449,6 +460,7 @@ async fn run_on(
                 samples_per_sec: rate(position.trained_samples, so_far),
                 training_secs: so_far.as_secs_f64(),
             }));
+            intervals.for_each(&mut *on_event);
             platform::yield_now().await;
             // Wall-clock, the yield included: the device works on while the loop waits, and what
             // the browser does between steps delays the run too. Pauses, evaluation and

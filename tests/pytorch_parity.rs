@@ -65,9 +65,9 @@ fn our_losses(fixture: &Fixture, run: &Run, optimizer: OptimizerKind, device: &D
     assert_eq!(steps.len(), run.losses.len());
     let mut losses = Vec::new();
     for indices in steps {
-        let loss;
-        (model, loss) = stepper.step(model, &mut optim, run.lr, indices);
-        losses.push(loss.into_scalar::<f32>());
+        let stats;
+        (model, stats) = stepper.step(model, &mut optim, run.lr, indices);
+        losses.push(stats.loss.into_scalar::<f32>());
     }
     losses
 }

@@ -72,23 +72,64 @@ fn lenet_on_cpu_learns_mnist_from_4000_images() {
     );
 }
 
+/// Every step's loss and accuracy come to the chart without a read of their own: with the
+/// reads the loop makes at its logged steps and at the epoch's end.
 #[test]
-fn lenet_on_wgpu_lowers_the_loss_in_20_steps() {
+fn lenet_on_wgpu_lowers_the_loss_in_20_steps_each_charted() {
     let device = pollster::block_on(select_device(BackendChoice::Gpu))
         .expect("a wgpu adapter (lavapipe on GPU-less machines: scripts/setup.sh browser)");
     assert_eq!(device.kind, BackendKind::Gpu);
     let config = TrainConfig {
         lr: 0.05,
         epochs: 1,
-        log_interval: 1,
+        log_interval: 5,
         train_limit: Some(20 * 64),
         test_limit: Some(100),
         ..TrainConfig::default()
     };
-    let (losses, _, outcome) = run(&config, &device.device);
-    assert_eq!(outcome, Outcome::Completed);
-    assert_eq!(losses.len(), 20);
+    let data = common::mnist();
+    let (mut logged, mut intervals, mut step) = (Vec::new(), Vec::new(), 0);
+    let trained = pollster::block_on(train(
+        &config,
+        &data,
+        &device.device,
+        &TrainControl::default(),
+        |event| match event {
+            TrainEvent::Step(report) => {
+                step = report.step;
+                logged.extend(report.loss.map(|loss| (step, loss)));
+            }
+            TrainEvent::Interval(interval) => intervals.push((step, interval)),
+            _ => {}
+        },
+    ))
+    .unwrap();
+    assert_eq!(trained.outcome, Outcome::Completed);
+    // A 20-step epoch: an interval a step, read at steps 1, 6, 11, 16 and 20.
+    let read_at: Vec<usize> = intervals.iter().map(|(at, _)| *at).collect();
+    let expected: Vec<usize> = [(1, 1), (6, 5), (11, 5), (16, 5), (20, 4)]
+        .iter()
+        .flat_map(|&(at, n)| std::iter::repeat_n(at, n))
+        .collect();
+    assert_eq!(read_at, expected);
+    for (step, loss) in &logged {
+        let interval = &intervals[step - 1].1;
+        assert_eq!(
+            (interval.step, interval.steps, interval.samples),
+            (*step, 1, 64)
+        );
+        assert!(
+            (interval.loss - loss).abs() < 1e-6,
+            "step {step}: {interval:?}, {loss}"
+        );
+    }
+    let losses: Vec<f32> = intervals.iter().map(|(_, i)| i.loss).collect();
     assert!(mean(&losses[15..]) < mean(&losses[..5]) - 0.3, "{losses:?}");
+    assert!(
+        intervals
+            .iter()
+            .all(|(_, i)| (0.0..=100.0).contains(&i.accuracy))
+    );
 }
 
 #[test]

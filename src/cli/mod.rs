@@ -402,7 +402,7 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
                 }
             }
             TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
-            TrainEvent::Memory(_) => {}
+            TrainEvent::Interval(_) | TrainEvent::Memory(_) => {}
             TrainEvent::LrChanged { step, lr } => {
                 print(format!("Learning rate {lr} from step {step}"))
             }

@@ -17,9 +17,9 @@ use crate::device::BackendChoice;
 use crate::metrics::RunMetrics;
 use crate::train::TrainEvent;
 
-/// The charts redraw at most this often, however small the log interval.
+/// The charts redraw at most this often, however short the intervals.
 const REDRAW_MS: f64 = 250.0;
-/// Loss points the page keeps for its chart; older ones are merged in pairs beyond it.
+/// Points the page keeps for a chart; older ones are merged in pairs beyond it.
 const CHART_POINTS: usize = 2000;
 
 /// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
@@ -52,14 +52,14 @@ fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
-/// The loss chart, redrawn when it has news and `REDRAW_MS` have passed since the last time.
-struct LossChart {
+/// The charts, redrawn when they have news and `REDRAW_MS` have passed since the last time.
+struct Charts {
     drawn_at: f64,
     stale: bool,
     draws: u32,
 }
 
-impl LossChart {
+impl Charts {
     fn update(&mut self, metrics: &RunMetrics) {
         if self.stale && now_ms() - self.drawn_at >= REDRAW_MS {
             self.draw(metrics);
@@ -68,17 +68,18 @@ impl LossChart {
 
     fn draw(&mut self, metrics: &RunMetrics) {
         draw("loss-chart", metrics, chart::draw_loss);
+        draw("accuracy-chart", metrics, chart::draw_accuracy);
         self.drawn_at = now_ms();
         self.stale = false;
         self.draws += 1;
         // What the e2e tests bound: the points drawn and the redraws of this run.
         let figures = by_id::<web_sys::HtmlElement>("loss-chart").dataset();
-        let _ = figures.set("points", &metrics.losses.len().to_string());
+        let _ = figures.set("points", &metrics.intervals.len().to_string());
         let _ = figures.set("draws", &self.draws.to_string());
     }
 }
 
-/// Shows an event's figures and says whether the loss chart has news.
+/// Shows an event's figures and says whether the charts have news.
 fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
     match event {
         TrainEvent::Step(step) => {
@@ -93,14 +94,14 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             if let Some(line) = step.log_line() {
                 log(&line);
             }
-            step.loss.is_some()
+            false
         }
+        TrainEvent::Interval(_) => true,
         TrainEvent::Epoch(report) => {
             log(&report.to_string());
             insight::show_confusion(report);
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
-            draw("accuracy-chart", metrics, chart::draw_accuracy);
-            false
+            true
         }
         TrainEvent::LrChanged { step, lr } => {
             log(&format!("Learning rate {lr} from step {step}"));
@@ -159,8 +160,7 @@ pub async fn run(
     set_text("test-accuracy", "–");
     let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
     let metrics = RunMetrics::new(config.clone(), backend);
-    draw("accuracy-chart", &metrics, chart::draw_accuracy);
-    let chart = Rc::new(RefCell::new(LossChart {
+    let chart = Rc::new(RefCell::new(Charts {
         drawn_at: 0.0,
         stale: false,
         draws: 0,
@@ -171,7 +171,7 @@ pub async fn run(
     let on_event = move |event: TrainEvent| {
         let mut metrics = m.borrow_mut();
         metrics.record(&event);
-        metrics.thin_losses(CHART_POINTS);
+        metrics.thin(CHART_POINTS);
         let mut chart = c.borrow_mut();
         chart.stale |= show_event(&event, &metrics, total);
         chart.update(&metrics);
