@@ -113,18 +113,23 @@ fn epoch_extent(metrics: &RunMetrics) -> f64 {
     reached.max(metrics.config.epochs as f64).max(1.0)
 }
 
-/// A series drawn twice: its raw points faint, its smoothed curve over them.
+/// A series drawn twice: its raw points faint (in the legend as `raw_label`, if any), its
+/// smoothed curve over them (as `label`).
 fn draw_smoothed<DB: DrawingBackend>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     points: &[(f64, f64)],
     color: RGBColor,
-    label: &str,
+    (raw_label, label): (Option<String>, &str),
 ) -> DrawResult<DB> {
     let faint = color.mix(0.3);
-    chart.draw_series(LineSeries::new(
+    let raw = chart.draw_series(LineSeries::new(
         points.iter().copied(),
         faint.stroke_width(1),
     ))?;
+    if let Some(raw_label) = raw_label {
+        raw.label(raw_label)
+            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], faint.stroke_width(1)));
+    }
     // A run with one point so far has no line yet: a marker.
     if let [point] = points {
         chart.draw_series([Circle::new(*point, 3, color.filled())])?;
@@ -156,7 +161,13 @@ pub fn draw_loss<DB: DrawingBackend>(
         .y_label_area_size(50)
         .build_cartesian_2d(0.0..epoch_extent(metrics), 0.0..top)?;
     theme.mesh(&mut chart, "epoch", "cross-entropy")?;
-    draw_smoothed(&mut chart, &points, LOSS_COLOR, "smoothed")?;
+    // Merged intervals stand for more steps: the longest says what a faint point is.
+    let steps = metrics.intervals.iter().map(|i| i.steps).max().unwrap_or(1);
+    let raw = match steps {
+        1 => "each step".to_string(),
+        n => format!("each {n} steps"),
+    };
+    draw_smoothed(&mut chart, &points, LOSS_COLOR, (Some(raw), "smoothed"))?;
     // Each change of the learning rate: a vertical line where its first step begins, labelled.
     let batches_per_epoch = (metrics.total_steps / metrics.config.epochs.max(1)).max(1);
     for change in &metrics.lr_changes {
@@ -205,7 +216,12 @@ pub fn draw_accuracy<DB: DrawingBackend>(
         .y_label_area_size(50)
         .build_cartesian_2d(0.0..epoch_extent(metrics), low..100.0)?;
     theme.mesh(&mut chart, "epoch", "%")?;
-    draw_smoothed(&mut chart, &training, TRAIN_ACCURACY_COLOR, "training")?;
+    draw_smoothed(
+        &mut chart,
+        &training,
+        TRAIN_ACCURACY_COLOR,
+        (None, "training"),
+    )?;
     chart
         .draw_series(LineSeries::new(
             test.iter().copied(),
@@ -287,9 +303,9 @@ mod tests {
             let line = format!("<polyline fill=\"none\" opacity=\"{opacity}\" stroke=\"{color}\"");
             svg.matches(&line).count()
         };
-        for color in ["#1F77B4", "#FF7F0E"] {
-            assert_eq!((lines(color, "0.3"), lines(color, "1")), (1, 2), "{color}");
-        }
+        assert_eq!((lines("#1F77B4", "0.3"), lines("#1F77B4", "1")), (2, 2));
+        assert_eq!((lines("#FF7F0E", "0.3"), lines("#FF7F0E", "1")), (1, 2));
+        assert_eq!(text("each 10 steps"), 1, "what a faint point is");
         assert_eq!(lines("#D62728", "1"), 1);
         assert!(svg.contains("<circle"), "points are drawn");
         assert!(!svg.contains("lr 0.05"));
