@@ -1,6 +1,7 @@
 //! The native CLI: wires flags, the terminal and the run's output files to the training core.
 
 mod run_folder;
+mod settings;
 
 use std::fs::File;
 use std::io::Read;
@@ -14,10 +15,11 @@ use burn::prelude::Device;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use run_folder::{CHART, CHECKPOINT, METRICS, RECORD, RunFolder, WEIGHTS};
+use settings::{All, ForEval, SettingFlags};
 use thiserror::Error;
 use webtrain::bench::{self, BenchError};
 use webtrain::checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES, Position};
-use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
+use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::MnistBatcher;
 use webtrain::data::{DataError, Mnist};
 use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
@@ -52,49 +54,24 @@ enum Command {
     Eval(EvalArgs),
 }
 
-/// The data, the model and the backend: shared by `train`, `bench` and `eval`.
+/// The data and the backend: shared by `train`, `bench` and `eval`.
 #[derive(clap::Args)]
 struct SetupArgs {
     /// Directory with the four MNIST IDX files (raw or .gz).
     #[arg(long, default_value = "data/mnist")]
     data: PathBuf,
-    /// lenet or lenet-small.
-    #[arg(long, default_value = "lenet")]
-    model: ModelKind,
     /// auto (a hardware GPU if there is one, else the CPU), gpu or cpu.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,
-    /// Test on the first N test images only.
-    #[arg(long)]
-    test_limit: Option<usize>,
 }
 
 /// What a run trains on, with what, and how: shared by `train` and `bench`.
 #[derive(clap::Args)]
-#[command(allow_negative_numbers = true)]
 struct RunArgs {
     #[command(flatten)]
     setup: SetupArgs,
-    /// sgd (with momentum) or adam.
-    #[arg(long, default_value = "sgd")]
-    optimizer: OptimizerKind,
-    #[arg(long, default_value_t = 0.01)]
-    lr: f64,
-    #[arg(long, default_value_t = 0.9)]
-    momentum: f64,
-    #[arg(long, default_value_t = 64)]
-    batch_size: usize,
-    /// [default: 2, or the checkpoint's with --resume]
-    #[arg(long)]
-    epochs: Option<usize>,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// Print the training loss every this many batches.
-    #[arg(long, default_value_t = 100)]
-    log_interval: usize,
-    /// Train on the first N training images only.
-    #[arg(long)]
-    train_limit: Option<usize>,
+    #[command(flatten)]
+    settings: SettingFlags<All>,
 }
 
 #[derive(clap::Args)]
@@ -109,10 +86,7 @@ struct TrainArgs {
     init: Option<PathBuf>,
     /// Go on with the run a checkpoint.safetensors was taken from, with its settings; --epochs
     /// may extend it.
-    #[arg(long, conflicts_with_all = [
-        "init", "model", "optimizer", "lr", "momentum", "batch_size", "seed", "log_interval",
-        "train_limit", "test_limit",
-    ])]
+    #[arg(long, conflicts_with = "init")]
     resume: Option<PathBuf>,
 }
 
@@ -123,6 +97,8 @@ struct EvalArgs {
     weights: PathBuf,
     #[command(flatten)]
     setup: SetupArgs,
+    #[command(flatten)]
+    settings: SettingFlags<ForEval>,
 }
 
 #[derive(clap::Args)]
@@ -189,6 +165,12 @@ enum CliError {
         .path.display(), .path.join(CHECKPOINT).display()
     )]
     RunExists { path: PathBuf },
+    #[error(
+        "the argument '--resume' cannot be used with '--{}': a resumed run keeps its \
+         checkpoint's settings, and only --epochs may extend it",
+        .0.replace('_', "-")
+    )]
+    ResumeWith(&'static str),
     #[error("cannot catch Ctrl-C: {0}")]
     Signal(String),
     #[error(
@@ -207,27 +189,9 @@ enum CliError {
 /// The shell's code for a process ended by Ctrl-C (128 + SIGINT).
 const INTERRUPTED_EXIT: i32 = 130;
 
-impl RunArgs {
-    fn config(&self) -> TrainConfig {
-        TrainConfig {
-            model: self.setup.model,
-            optimizer: self.optimizer,
-            lr: self.lr,
-            momentum: self.momentum,
-            batch_size: self.batch_size,
-            epochs: self.epochs.unwrap_or(2),
-            seed: self.seed,
-            log_interval: self.log_interval,
-            train_limit: self.train_limit,
-            test_limit: self.setup.test_limit,
-        }
-    }
-}
-
 /// The validated settings, the data and the device of a run, or why there is none.
 fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError> {
-    let config = args.config();
-    config.validate()?;
+    let config = args.settings.apply(TrainConfig::default())?;
     let (data, device) = load(&args.setup)?;
     device.check_batch(config.model, config.batch_size)?;
     Ok((config, data, device))
@@ -274,9 +238,10 @@ fn load_checkpoint(path: &Path) -> Result<Checkpoint, CliError> {
 }
 
 fn run_eval(args: EvalArgs) -> Result<(), CliError> {
+    let settings = args.settings.apply(TrainConfig::default())?;
     let (data, device) = load(&args.setup)?;
-    let model = load_weights(&args.weights, args.setup.model, &device.device)?;
-    let len = data.test.len_within(args.setup.test_limit);
+    let model = load_weights(&args.weights, settings.model, &device.device)?;
+    let len = data.test.len_within(settings.test_limit);
     let batcher = MnistBatcher::new(device.device.clone());
     let report = pollster::block_on(evaluate(&model, &data.test, len, &batcher, 0))?;
     println!("Backend: {} ({})", device.adapter, device.reason);
@@ -337,19 +302,22 @@ fn run_bench(args: BenchArgs) -> Result<(), CliError> {
 }
 
 fn run_training(args: TrainArgs) -> Result<(), CliError> {
+    let settings = &args.run.settings;
     let checkpoint = match &args.resume {
         Some(path) => {
+            if let Some(name) = settings.given().find(|&name| name != "epochs") {
+                return Err(CliError::ResumeWith(name));
+            }
             let mut checkpoint = load_checkpoint(path)?;
-            checkpoint.config.epochs = args.run.epochs.unwrap_or(checkpoint.config.epochs);
+            checkpoint.config = settings.apply(checkpoint.config)?;
             Some(checkpoint)
         }
         None => None,
     };
     let config = match &checkpoint {
         Some(checkpoint) => checkpoint.config.clone(),
-        None => args.run.config(),
+        None => settings.apply(TrainConfig::default())?,
     };
-    config.validate()?;
     let (data, device) = load(&args.run.setup)?;
     device.check_batch(config.model, config.batch_size)?;
     println!("Backend: {} ({})", device.adapter, device.reason);

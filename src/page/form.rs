@@ -7,22 +7,16 @@ use web_sys::{HtmlElement, UrlSearchParams};
 
 use super::dom::{self, by_id, set_text};
 use super::{PageError, show_error};
-use crate::config::{ConfigError, TrainConfig};
+use crate::config::{ConfigError, SETTINGS, TrainConfig};
 use crate::device::{BackendChoice, DeviceError};
 
-/// Ids of the form's fields; the setting of each is its id with `_` for `-`.
-const FIELDS: [&str; 10] = [
-    "model",
-    "optimizer",
-    "lr",
-    "momentum",
-    "batch-size",
-    "epochs",
-    "seed",
-    "log-interval",
-    "train-limit",
-    "test-limit",
-];
+/// The form's fields, one a setting: its id is the setting's name with `-` for `_`
+/// (tests/settings.rs checks index.html against them).
+fn fields() -> impl Iterator<Item = (&'static str, String)> {
+    SETTINGS
+        .iter()
+        .map(|setting| (setting.name, setting.dashed()))
+}
 
 fn search() -> String {
     web_sys::window()
@@ -35,10 +29,10 @@ fn query_pairs(search: &str) -> Vec<(String, String)> {
     let Ok(params) = UrlSearchParams::new_with_str(search) else {
         return Vec::new();
     };
-    let names = FIELDS.iter().map(|id| id.replace('-', "_"));
+    let names = SETTINGS.iter().map(|setting| setting.name);
     names
-        .chain(["backend".to_string()])
-        .filter_map(|name| Some((name.clone(), params.get(&name)?)))
+        .chain(["backend"])
+        .filter_map(|name| Some((name.to_string(), params.get(name)?)))
         .collect()
 }
 
@@ -83,15 +77,12 @@ pub(super) fn show_query_error() {
     }
 }
 
-fn form_pairs() -> Vec<(String, String)> {
-    FIELDS
-        .iter()
-        .map(|id| (id.replace('-', "_"), dom::value(id)))
-        .collect()
+fn form_pairs() -> Vec<(&'static str, String)> {
+    fields().map(|(name, id)| (name, dom::value(&id))).collect()
 }
 
 pub(super) fn form_config() -> Result<TrainConfig, ConfigError> {
-    TrainConfig::from_pairs(form_pairs().iter().map(|(k, v)| (k.as_str(), v.as_str())))
+    TrainConfig::from_pairs(form_pairs().iter().map(|(k, v)| (*k, v.as_str())))
 }
 
 pub(super) fn backend_choice() -> Result<BackendChoice, DeviceError> {
@@ -100,13 +91,13 @@ pub(super) fn backend_choice() -> Result<BackendChoice, DeviceError> {
 
 /// Marks each field whose value is bad on its own and shows what is wrong with the form.
 pub(super) fn validate_form() -> Result<TrainConfig, ConfigError> {
-    for ((name, value), id) in form_pairs().iter().zip(FIELDS) {
+    for ((name, value), (_, id)) in form_pairs().iter().zip(fields()) {
         let mut alone = TrainConfig::default();
         let bad = alone
             .set(name, value)
             .and_then(|_| alone.validate())
             .is_err();
-        let _ = by_id::<HtmlElement>(id)
+        let _ = by_id::<HtmlElement>(&id)
             .class_list()
             .toggle_with_force("invalid", bad);
     }
@@ -122,8 +113,8 @@ pub(super) fn validate_form() -> Result<TrainConfig, ConfigError> {
 }
 
 pub(super) fn wire_form() {
-    for id in FIELDS {
-        dom::on(id, "input", |_| {
+    for (_, id) in fields() {
+        dom::on(&id, "input", |_| {
             let _ = validate_form();
         });
     }
@@ -160,11 +151,7 @@ pub(super) async fn copy_link() -> Result<(), PageError> {
     write_query(&config, choice);
     dom::set_value("share-link", &link);
     by_id::<HtmlElement>("share-link").set_hidden(false);
-    let clipboard = web_sys::window().map(|w| w.navigator().clipboard());
-    let copied = match clipboard {
-        Some(clipboard) => JsFuture::from(clipboard.write_text(&link)).await.is_ok(),
-        None => false,
-    };
+    let copied = copy_text(&link).await;
     set_text(
         "link-status",
         match copied {
@@ -173,4 +160,29 @@ pub(super) async fn copy_link() -> Result<(), PageError> {
         },
     );
     Ok(())
+}
+
+/// Shows the command that trains the form's run natively and copies it to the clipboard.
+pub(super) async fn copy_command() -> Result<(), PageError> {
+    let (config, choice) = (validate_form()?, backend_choice()?);
+    let command = config.command_line(&choice.to_string());
+    dom::set_value("share-command", &command);
+    by_id::<HtmlElement>("share-command").set_hidden(false);
+    let copied = copy_text(&command).await;
+    set_text(
+        "link-status",
+        match copied {
+            true => "Command copied",
+            false => "Copy the command above",
+        },
+    );
+    Ok(())
+}
+
+/// Whether `text` made it to the clipboard (the page may not be allowed to write there).
+async fn copy_text(text: &str) -> bool {
+    match web_sys::window().map(|w| w.navigator().clipboard()) {
+        Some(clipboard) => JsFuture::from(clipboard.write_text(text)).await.is_ok(),
+        None => false,
+    }
 }

@@ -397,6 +397,13 @@ fn wire_controls(session: &Shared) {
             }
         });
     });
+    dom::on("copy-command", "click", |_| {
+        wasm_bindgen_futures::spawn_local(async {
+            if let Err(error) = form::copy_command().await {
+                show_error(&error.to_string());
+            }
+        });
+    });
     let s = session.clone();
     dom::on("use-files", "click", move |_| {
         // Not while MNIST downloads, nor during a run, nor twice at once.
