@@ -107,10 +107,11 @@ fn smoothed(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
         .collect()
 }
 
-/// The chart's x extent in epochs: the run's, or what the points reach past it.
+/// The chart's x extent in epochs: the run's, or what the points reach past it; a little past
+/// that, so that the last epoch's test point is drawn whole.
 fn epoch_extent(metrics: &RunMetrics) -> f64 {
     let reached = metrics.intervals.last().map_or(0.0, |i| i.epochs);
-    reached.max(metrics.config.epochs as f64).max(1.0)
+    reached.max(metrics.config.epochs as f64).max(1.0) * 1.02
 }
 
 /// A series drawn twice: its raw points faint (in the legend as `raw_label`, if any), its

@@ -76,11 +76,17 @@ fn the_clis_help_names_every_setting_with_its_default() {
     let help = String::from_utf8(help.stdout).unwrap();
     for setting in &SETTINGS {
         let flag = format!("\n      --{} <", setting.dashed());
-        let at = help.find(&flag).unwrap_or_else(|| panic!("no {flag} in\n{help}"));
+        let at = help
+            .find(&flag)
+            .unwrap_or_else(|| panic!("no {flag} in\n{help}"));
         // The flag's help: up to the next flag.
         let text = &help[at + flag.len()..];
         let text = &text[..text.find("\n      --").unwrap_or(text.len())];
-        assert!(text.contains(setting.help), "--{}: {text}", setting.dashed());
+        assert!(
+            text.contains(setting.help),
+            "--{}: {text}",
+            setting.dashed()
+        );
         let default = setting.default_text();
         if !default.is_empty() {
             assert!(text.contains(&format!("[default: {default}]")), "{text}");
