@@ -52,30 +52,67 @@ fn now_ms() -> f64 {
     js_sys::Date::now()
 }
 
-/// The charts, redrawn when they have news and `REDRAW_MS` have passed since the last time.
+/// The charts, redrawn while a run trains when they have news and `REDRAW_MS` have passed since
+/// the last redraw: one chart a time, in turn, so that a redraw is a short task on the page's
+/// main thread.
 struct Charts {
     drawn_at: f64,
-    stale: bool,
+    /// Whether each chart, loss and accuracy, has news.
+    stale: [bool; 2],
+    /// The chart the next redraw draws first.
+    next: usize,
     draws: u32,
 }
 
 impl Charts {
-    fn update(&mut self, metrics: &RunMetrics) {
-        if self.stale && now_ms() - self.drawn_at >= REDRAW_MS {
-            self.draw(metrics);
+    const CANVASES: [&str; 2] = ["loss-chart", "accuracy-chart"];
+    const DRAW: [chart::DrawFn<CanvasBackend>; 2] = [chart::draw_loss, chart::draw_accuracy];
+
+    fn new() -> Self {
+        Self {
+            drawn_at: 0.0,
+            stale: [false; 2],
+            next: 0,
+            draws: 0,
         }
     }
 
-    fn draw(&mut self, metrics: &RunMetrics) {
-        draw("loss-chart", metrics, chart::draw_loss);
-        draw("accuracy-chart", metrics, chart::draw_accuracy);
+    fn news(&mut self) {
+        self.stale = [true; 2];
+    }
+
+    /// Redraws the next stale chart, if its time has come.
+    fn update(&mut self, metrics: &RunMetrics) {
+        if now_ms() - self.drawn_at < REDRAW_MS {
+            return;
+        }
+        let Some(chart) = [self.next, 1 - self.next]
+            .into_iter()
+            .find(|&c| self.stale[c])
+        else {
+            return;
+        };
+        self.draw_one(chart, metrics);
+        self.next = 1 - chart;
+    }
+
+    /// Both charts, now: at the start and the end of a run.
+    fn draw_all(&mut self, metrics: &RunMetrics) {
+        self.draw_one(0, metrics);
+        self.draw_one(1, metrics);
+    }
+
+    fn draw_one(&mut self, chart: usize, metrics: &RunMetrics) {
+        draw(Self::CANVASES[chart], metrics, Self::DRAW[chart]);
         self.drawn_at = now_ms();
-        self.stale = false;
-        self.draws += 1;
-        // What the e2e tests bound: the points drawn and the redraws of this run.
-        let figures = by_id::<web_sys::HtmlElement>("loss-chart").dataset();
-        let _ = figures.set("points", &metrics.intervals.len().to_string());
-        let _ = figures.set("draws", &self.draws.to_string());
+        self.stale[chart] = false;
+        if chart == 0 {
+            self.draws += 1;
+            // What the e2e tests bound: the points drawn and the loss chart's redraws.
+            let figures = by_id::<web_sys::HtmlElement>("loss-chart").dataset();
+            let _ = figures.set("points", &metrics.intervals.len().to_string());
+            let _ = figures.set("draws", &self.draws.to_string());
+        }
     }
 }
 
@@ -160,12 +197,8 @@ pub async fn run(
     set_text("test-accuracy", "–");
     let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
     let metrics = RunMetrics::new(config.clone(), backend);
-    let chart = Rc::new(RefCell::new(Charts {
-        drawn_at: 0.0,
-        stale: false,
-        draws: 0,
-    }));
-    chart.borrow_mut().draw(&metrics);
+    let chart = Rc::new(RefCell::new(Charts::new()));
+    chart.borrow_mut().draw_all(&metrics);
     let metrics = Rc::new(RefCell::new(metrics));
     let (m, c) = (metrics.clone(), chart.clone());
     let on_event = move |event: TrainEvent| {
@@ -173,7 +206,9 @@ pub async fn run(
         metrics.record(&event);
         metrics.thin(CHART_POINTS);
         let mut chart = c.borrow_mut();
-        chart.stale |= show_event(&event, &metrics, total);
+        if show_event(&event, &metrics, total) {
+            chart.news();
+        }
         chart.update(&metrics);
     };
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
@@ -181,7 +216,7 @@ pub async fn run(
     let trained = trainer
         .train(config.clone(), choice, from_model, on_event)
         .await;
-    chart.borrow_mut().draw(&metrics.borrow());
+    chart.borrow_mut().draw_all(&metrics.borrow());
     let (outcome, weights) = trained?;
     let about = {
         let metrics = metrics.borrow();
