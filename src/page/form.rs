@@ -149,16 +149,7 @@ pub(super) async fn copy_link() -> Result<(), PageError> {
     let (config, choice) = (validate_form()?, backend_choice()?);
     let link = settings_link(&config, choice).unwrap_or_default();
     write_query(&config, choice);
-    dom::set_value("share-link", &link);
-    by_id::<HtmlElement>("share-link").set_hidden(false);
-    let copied = copy_text(&link).await;
-    set_text(
-        "link-status",
-        match copied {
-            true => "Link copied",
-            false => "Copy the link above",
-        },
-    );
+    share("share-link", &link, ["Link copied", "Copy the link above"]).await;
     Ok(())
 }
 
@@ -166,23 +157,23 @@ pub(super) async fn copy_link() -> Result<(), PageError> {
 pub(super) async fn copy_command() -> Result<(), PageError> {
     let (config, choice) = (validate_form()?, backend_choice()?);
     let command = config.command_line(&choice.to_string());
-    dom::set_value("share-command", &command);
-    by_id::<HtmlElement>("share-command").set_hidden(false);
-    let copied = copy_text(&command).await;
-    set_text(
-        "link-status",
-        match copied {
-            true => "Command copied",
-            false => "Copy the command above",
-        },
-    );
+    share(
+        "share-command",
+        &command,
+        ["Command copied", "Copy the command above"],
+    )
+    .await;
     Ok(())
 }
 
-/// Whether `text` made it to the clipboard (the page may not be allowed to write there).
-async fn copy_text(text: &str) -> bool {
-    match web_sys::window().map(|w| w.navigator().clipboard()) {
+/// Shows `text` in the field `id` and copies it to the clipboard, saying `[copied, not]` as it
+/// went (the page may not be allowed to write there).
+async fn share(id: &str, text: &str, [copied_words, not_words]: [&str; 2]) {
+    dom::set_value(id, text);
+    by_id::<HtmlElement>(id).set_hidden(false);
+    let copied = match web_sys::window().map(|w| w.navigator().clipboard()) {
         Some(clipboard) => JsFuture::from(clipboard.write_text(text)).await.is_ok(),
         None => false,
-    }
+    };
+    set_text("link-status", if copied { copied_words } else { not_words });
 }
