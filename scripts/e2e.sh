@@ -17,4 +17,4 @@ python3 scripts/serve.py "$dist" "$port" &
 server=$!
 trap 'kill $server' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
-WEBTRAIN_URL="http://127.0.0.1:$port" WEBTRAIN_CLI=${CARGO_TARGET_DIR:-target}/debug/webtrain node --test --test-concurrency=1 tests/e2e/page.test.mjs
+WEBTRAIN_DIST="$dist" WEBTRAIN_URL="http://127.0.0.1:$port" WEBTRAIN_CLI=${CARGO_TARGET_DIR:-target}/debug/webtrain node --test --test-concurrency=1 tests/e2e/page.test.mjs

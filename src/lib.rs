@@ -19,6 +19,7 @@ pub mod page;
 pub mod platform;
 pub mod predict;
 pub mod resident;
+pub mod session;
 pub mod step;
 pub mod train;
 pub mod warm_up;

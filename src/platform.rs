@@ -19,9 +19,20 @@ pub async fn yield_now() {
     sending.close();
 }
 
-/// Natively the loop owns its thread: there is nothing to yield to.
+/// Natively, lets the other tasks of the thread's executor run (a `webtrain ui` engine answers
+/// its requests between steps this way); under `pollster`, the CLI's, it returns at once.
 #[cfg(not(target_arch = "wasm32"))]
-pub async fn yield_now() {}
+pub async fn yield_now() {
+    let mut yielded = false;
+    std::future::poll_fn(|context| {
+        if std::mem::replace(&mut yielded, true) {
+            return std::task::Poll::Ready(());
+        }
+        context.waker().wake_by_ref();
+        std::task::Poll::Pending
+    })
+    .await
+}
 
 #[cfg(target_arch = "wasm32")]
 pub async fn sleep_ms(ms: u32) {
@@ -41,9 +52,12 @@ pub async fn sleep_ms(ms: u32) {
     let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
+/// Natively a paused run's thread sleeps; it yields after, so that its executor's other tasks
+/// (the request that resumes it) run.
 #[cfg(not(target_arch = "wasm32"))]
 pub async fn sleep_ms(ms: u32) {
     std::thread::sleep(std::time::Duration::from_millis(ms.into()));
+    yield_now().await;
 }
 
 /// Options that select the GPU again after the `lost`th device was lost, as a runtime identity

@@ -9,8 +9,8 @@ use wasm_bindgen_test::*;
 use web_sys::{MessageChannel, MessageEvent};
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::device::BackendChoice;
+use webtrain::session::protocol::{Envelope, Reply, Request};
 use webtrain::train::{Divergence, EpochReport, TrainEvent};
-use webtrain::worker::protocol::{Envelope, Reply, Request};
 
 wasm_bindgen_test_configure!(run_in_browser);
 

@@ -2,6 +2,7 @@
 
 mod run_folder;
 mod settings;
+mod ui;
 
 use std::fs::File;
 use std::io::Read;
@@ -10,11 +11,10 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use burn::module::Module;
 use burn::prelude::Device;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
-use run_folder::{CHART, CHECKPOINT, METRICS, RECORD, RunFolder, WEIGHTS};
+use run_folder::{CHECKPOINT, CheckpointWrites, RunFolder, save_results};
 use settings::{All, ForEval, SettingFlags};
 use thiserror::Error;
 use webtrain::bench::{self, BenchError};
@@ -27,7 +27,7 @@ use webtrain::metrics::RunMetrics;
 use webtrain::model::{Net, NetConfig};
 use webtrain::op_profile::cpu_profile;
 use webtrain::train::{TrainControl, TrainError, TrainEvent, evaluate, resume, train_from};
-use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors, to_safetensors};
+use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors};
 
 #[derive(Parser)]
 #[command(
@@ -52,6 +52,9 @@ enum Command {
     Bench(BenchArgs),
     /// Print the test loss and accuracy of weights in a .safetensors file.
     Eval(EvalArgs),
+    /// Serve the page, and a native engine it can train on (this machine's GPU or every core),
+    /// at a URL with a token; runs started there write their files under --out.
+    Ui(ui::UiArgs),
 }
 
 /// The data and the backend: shared by `train`, `bench` and `eval`.
@@ -129,6 +132,8 @@ struct BenchArgs {
 
 #[derive(Debug, Error)]
 enum CliError {
+    #[error("ui: {0}")]
+    Serve(String),
     #[error(transparent)]
     Config(#[from] webtrain::config::ConfigError),
     #[error(transparent)]
@@ -445,79 +450,6 @@ fn stop_on_interrupt(control: &TrainControl) -> Result<Arc<AtomicBool>, CliError
     Ok(interrupted)
 }
 
-/// Writes each checkpoint as it is taken. A write that fails is said at once, once, and the
-/// next checkpoint tries again; the last failure, if the last write failed, is kept.
-#[derive(Default)]
-struct CheckpointWrites {
-    failure: Option<CliError>,
-}
-
-impl CheckpointWrites {
-    fn write(&mut self, folder: &RunFolder, checkpoint: &Checkpoint, say: impl Fn(String)) {
-        match folder.write(CHECKPOINT, &checkpoint.to_bytes()) {
-            Ok(()) => {
-                if self.failure.take().is_some() {
-                    say(format!(
-                        "checkpoints are written again (step {})",
-                        checkpoint.position.step
-                    ));
-                }
-            }
-            Err(error) => {
-                if self.failure.is_none() {
-                    say(format!(
-                        "{error}; training goes on and the next checkpoint tries again"
-                    ));
-                }
-                self.failure = Some(error);
-            }
-        }
-    }
-}
-
-/// The model (weights, then burn's record), the metrics and the chart, each written whatever
-/// happened to the others; the failures, if any.
-fn save_results(
-    folder: &RunFolder,
-    model: Option<&Net>,
-    metrics: &RunMetrics,
-    checkpoint_failure: Option<CliError>,
-) -> Result<(), CliError> {
-    let mut failures = Vec::new();
-    if let Some(model) = model {
-        let weights = to_safetensors(model).map_err(|source| CliError::Weights {
-            path: folder.file(WEIGHTS),
-            source,
-        });
-        failures.extend(
-            weights
-                .and_then(|bytes| folder.write(WEIGHTS, &bytes))
-                .err(),
-        );
-        let record = model
-            .clone()
-            .into_record()
-            .into_bytes()
-            .map_err(|e| CliError::SaveModel {
-                path: folder.file(RECORD),
-                message: e.to_string(),
-            });
-        failures.extend(record.and_then(|bytes| folder.write(RECORD, &bytes)).err());
-    }
-    failures.extend(folder.write(METRICS, metrics.to_json().as_bytes()).err());
-    let chart = webtrain::chart::render_svg(metrics).map_err(CliError::from);
-    failures.extend(
-        chart
-            .and_then(|svg| folder.write(CHART, svg.as_bytes()))
-            .err(),
-    );
-    failures.extend(checkpoint_failure);
-    match failures.is_empty() {
-        true => Ok(()),
-        false => Err(CliError::NotSaved(failures)),
-    }
-}
-
 pub fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -537,6 +469,7 @@ pub fn main() -> ExitCode {
         Command::Train(args) => run_training(args),
         Command::Bench(args) => run_bench(args),
         Command::Eval(args) => run_eval(args),
+        Command::Ui(args) => ui::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

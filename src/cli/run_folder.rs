@@ -5,8 +5,11 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
-use webtrain::checkpoint::Position;
+use burn::module::Module;
+use webtrain::checkpoint::{Checkpoint, Position};
 use webtrain::metrics::RunMetrics;
+use webtrain::model::Net;
+use webtrain::weights::to_safetensors;
 
 use super::CliError;
 
@@ -55,7 +58,7 @@ impl RunFolder {
     }
 
     /// `parent/<timestamp>`, or `-2`, `-3`, … after it when another run took that second.
-    fn timestamped(parent: &Path) -> Result<Self, CliError> {
+    pub fn timestamped(parent: &Path) -> Result<Self, CliError> {
         create_all(parent)?;
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
         for n in 1..=SAME_SECOND_RUNS {
@@ -110,6 +113,79 @@ impl RunFolder {
         let mut metrics: RunMetrics = serde_json::from_str(&json).ok()?;
         metrics.truncate_to(position);
         Some(metrics)
+    }
+}
+
+/// Writes each checkpoint as it is taken. A write that fails is said at once, once, and the
+/// next checkpoint tries again; the last failure, if the last write failed, is kept.
+#[derive(Default)]
+pub struct CheckpointWrites {
+    pub failure: Option<CliError>,
+}
+
+impl CheckpointWrites {
+    pub fn write(&mut self, folder: &RunFolder, checkpoint: &Checkpoint, say: impl Fn(String)) {
+        match folder.write(CHECKPOINT, &checkpoint.to_bytes()) {
+            Ok(()) => {
+                if self.failure.take().is_some() {
+                    say(format!(
+                        "checkpoints are written again (step {})",
+                        checkpoint.position.step
+                    ));
+                }
+            }
+            Err(error) => {
+                if self.failure.is_none() {
+                    say(format!(
+                        "{error}; training goes on and the next checkpoint tries again"
+                    ));
+                }
+                self.failure = Some(error);
+            }
+        }
+    }
+}
+
+/// The model (weights, then burn's record), the metrics and the chart, each written whatever
+/// happened to the others; the failures, if any.
+pub fn save_results(
+    folder: &RunFolder,
+    model: Option<&Net>,
+    metrics: &RunMetrics,
+    checkpoint_failure: Option<CliError>,
+) -> Result<(), CliError> {
+    let mut failures = Vec::new();
+    if let Some(model) = model {
+        let weights = to_safetensors(model).map_err(|source| CliError::Weights {
+            path: folder.file(WEIGHTS),
+            source,
+        });
+        failures.extend(
+            weights
+                .and_then(|bytes| folder.write(WEIGHTS, &bytes))
+                .err(),
+        );
+        let record = model
+            .clone()
+            .into_record()
+            .into_bytes()
+            .map_err(|e| CliError::SaveModel {
+                path: folder.file(RECORD),
+                message: e.to_string(),
+            });
+        failures.extend(record.and_then(|bytes| folder.write(RECORD, &bytes)).err());
+    }
+    failures.extend(folder.write(METRICS, metrics.to_json().as_bytes()).err());
+    let chart = webtrain::chart::render_svg(metrics).map_err(CliError::from);
+    failures.extend(
+        chart
+            .and_then(|svg| folder.write(CHART, svg.as_bytes()))
+            .err(),
+    );
+    failures.extend(checkpoint_failure);
+    match failures.is_empty() {
+        true => Ok(()),
+        false => Err(CliError::NotSaved(failures)),
     }
 }
 

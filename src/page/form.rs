@@ -6,9 +6,10 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{HtmlElement, UrlSearchParams};
 
 use super::dom::{self, by_id, set_text};
+use super::engine::{EngineChoice, token};
 use super::{PageError, show_error};
 use crate::config::{ConfigError, SETTINGS, TrainConfig};
-use crate::device::{BackendChoice, DeviceError};
+use crate::device::DeviceError;
 
 /// The form's fields, one a setting: its id is the setting's name with `-` for `_`
 /// (tests/settings.rs checks index.html against them).
@@ -38,9 +39,9 @@ fn query_pairs(search: &str) -> Vec<(String, String)> {
 
 /// The run a link describes, checked as the form checks it: what the page shows in `#error`
 /// when it opens such a link.
-pub fn settings_from_query(search: &str) -> Result<(TrainConfig, BackendChoice), PageError> {
+pub fn settings_from_query(search: &str) -> Result<(TrainConfig, EngineChoice), PageError> {
     let pairs = query_pairs(search);
-    let mut backend = BackendChoice::Auto;
+    let mut backend = EngineChoice::Browser(crate::device::BackendChoice::Auto);
     let mut settings = Vec::new();
     for (name, value) in &pairs {
         match name.as_str() {
@@ -85,7 +86,7 @@ pub(super) fn form_config() -> Result<TrainConfig, ConfigError> {
     TrainConfig::from_pairs(form_pairs().iter().map(|(k, v)| (*k, v.as_str())))
 }
 
-pub(super) fn backend_choice() -> Result<BackendChoice, DeviceError> {
+pub(super) fn backend_choice() -> Result<EngineChoice, DeviceError> {
     dom::value("backend-choice").parse()
 }
 
@@ -121,8 +122,12 @@ pub(super) fn wire_form() {
 }
 
 /// The page's address with every setting in its query: a link that restores the form.
-fn settings_link(config: &TrainConfig, choice: BackendChoice) -> Option<String> {
+fn settings_link(config: &TrainConfig, choice: EngineChoice) -> Option<String> {
     let params = UrlSearchParams::new().ok()?;
+    // Opened from `webtrain ui`, the page needs its token again after a reload.
+    if let Some(token) = token() {
+        params.append("token", &token);
+    }
     for (name, value) in config.pairs() {
         params.append(name, &value);
     }
@@ -137,7 +142,7 @@ fn settings_link(config: &TrainConfig, choice: BackendChoice) -> Option<String> 
 }
 
 /// Writes the run's settings into the URL without reloading.
-pub(super) fn write_query(config: &TrainConfig, choice: BackendChoice) {
+pub(super) fn write_query(config: &TrainConfig, choice: EngineChoice) {
     let history = web_sys::window().and_then(|w| w.history().ok());
     if let (Some(history), Some(link)) = (history, settings_link(config, choice)) {
         let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&link));
@@ -156,7 +161,7 @@ pub(super) async fn copy_link() -> Result<(), PageError> {
 /// Shows the command that trains the form's run natively and copies it to the clipboard.
 pub(super) async fn copy_command() -> Result<(), PageError> {
     let (config, choice) = (validate_form()?, backend_choice()?);
-    let command = config.command_line(&choice.to_string());
+    let command = config.command_line(&choice.device().to_string());
     share(
         "share-command",
         &command,

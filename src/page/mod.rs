@@ -5,6 +5,7 @@
 mod current;
 mod dom;
 mod download;
+mod engine;
 mod form;
 mod insight;
 mod phase;
@@ -19,9 +20,10 @@ use thiserror::Error;
 use web_sys::{HtmlElement, HtmlProgressElement};
 
 use crate::config::{ConfigError, TrainConfig, check_lr};
-use crate::device::{BackendChoice, DeviceError};
-use crate::worker::protocol::Request;
+use crate::device::DeviceError;
+use crate::session::protocol::Request;
 use dom::{by_id, set_text};
+use engine::{EngineChoice, Engines};
 pub use form::settings_from_query;
 use form::{
     backend_choice, copy_link, form_config, prefill_from_query, show_query_error, validate_form,
@@ -51,10 +53,14 @@ pub enum PageError {
     Save(String),
     #[error("this browser could not keep the model: {0}")]
     Storage(String),
+    #[error("the native engine is there only when webtrain ui opens the page (with its token)")]
+    NoNative,
 }
 
 /// What the page holds between clicks.
 struct Session {
+    engines: Engines,
+    /// The engine the page uses: it holds the page's MNIST and model.
     trainer: Rc<Trainer>,
     phase: Phase,
     /// The training and test set sizes, once MNIST is loaded.
@@ -91,12 +97,13 @@ pub fn start() {
         fail(&format!("internal error: {info}"));
     }));
     prefill_from_query();
-    let trainer = match Trainer::spawn(worker_stopped) {
-        Ok(trainer) => Rc::new(trainer),
+    let engines = match Engines::start(worker_stopped) {
+        Ok(engines) => engines,
         Err(error) => return fail(&error.to_string()),
     };
     let session = Rc::new(RefCell::new(Session {
-        trainer,
+        trainer: engines.browser.clone(),
+        engines,
         phase: Phase::Loading,
         data: None,
         model: None,
@@ -165,11 +172,15 @@ fn log(line: &str) {
     log.set_scroll_top(log.scroll_height());
 }
 
-/// Selects the device for `choice` in the worker and says which it is, and why when it is the
+/// Selects the device for `choice` in its engine and says which it is, and why when it is the
 /// CPU against the choice; returns what trains.
-async fn show_device(session: &Shared, choice: BackendChoice) -> Result<String, PageError> {
-    let trainer = session.borrow().trainer.clone();
-    let (description, fallback) = trainer.device(choice).await?;
+async fn show_device(session: &Shared, choice: EngineChoice) -> Result<String, PageError> {
+    let trainer = session.borrow().engines.for_choice(choice)?;
+    let (description, fallback) = trainer.device(choice.device()).await?;
+    let description = match Rc::ptr_eq(&trainer, &session.borrow().engines.browser) {
+        true => description,
+        false => format!("native — {description}"),
+    };
     set_text("backend", &description);
     let banner = by_id::<HtmlElement>("banner");
     banner.set_hidden(fallback.is_none());
@@ -182,16 +193,20 @@ async fn show_device(session: &Shared, choice: BackendChoice) -> Result<String, 
 
 async fn boot(session: &Shared) -> Result<(), PageError> {
     set_phase(session, Phase::Loading);
+    engine::offer_native(session).await?;
     // A device the worker refuses (`?backend=gpu` without WebGPU) is said, and said again at
     // Start; the page still loads, for the other backends.
     let device = match show_device(session, backend_choice()?).await {
         Err(PageError::Worker(refusal)) => Some(refusal),
         other => other.map(|_| None)?,
     };
-    let trainer = session.borrow().trainer.clone();
     if device.is_none() {
-        warm_up(&trainer);
+        warm_up(session);
     }
+    // The page starts on the engine its backend names, and gets MNIST there.
+    let choice = backend_choice()?;
+    let trainer = session.borrow().engines.for_choice(choice)?;
+    session.borrow_mut().trainer = trainer.clone();
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer
         .download(move |fraction, file| {
@@ -214,7 +229,8 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
         show_error(&refusal);
     }
     set_phase(session, Phase::Ready);
-    Ok(())
+    // A run the native engine is going on with (started from a tab since closed) is shown.
+    run::follow_native(session).await
 }
 
 /// Settings a run's kernels are built for: changing one builds them again.
@@ -224,9 +240,12 @@ fn wire_warm_up(session: &Shared) {
     for id in KERNEL_SETTINGS {
         let s = session.clone();
         dom::on(id, "change", move |_| {
-            let session = s.borrow();
-            if !session.phase.is_training() && !session.worker_gone {
-                warm_up(&session.trainer);
+            let idle = {
+                let session = s.borrow();
+                !session.phase.is_training() && !session.worker_gone
+            };
+            if idle {
+                warm_up(&s);
             }
         });
     }
@@ -235,7 +254,7 @@ fn wire_warm_up(session: &Shared) {
 /// Builds the GPU kernels for a run of the form's settings while MNIST downloads or the user
 /// reads the page, so that the first step of a run started meanwhile or later need not wait
 /// for them.
-fn warm_up(trainer: &Rc<Trainer>) {
+fn warm_up(session: &Shared) {
     thread_local! {
         /// Warm-ups asked for so far: only the latest one's answer is shown.
         static WARM_UPS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };
@@ -243,16 +262,18 @@ fn warm_up(trainer: &Rc<Trainer>) {
     let (Ok(config), Ok(choice)) = (form_config(), backend_choice()) else {
         return;
     };
+    let Ok(trainer) = session.borrow().engines.for_choice(choice) else {
+        return;
+    };
     let this = WARM_UPS.with(|n| {
         n.set(n.get() + 1);
         n.get()
     });
-    let trainer = trainer.clone();
     let kernels = by_id::<HtmlElement>("kernels");
     let _ = kernels.remove_attribute("data-done");
     kernels.set_text_content(None);
     wasm_bindgen_futures::spawn_local(async move {
-        let said = match trainer.warm_up(config, choice).await {
+        let said = match trainer.warm_up(config, choice.device()).await {
             Ok(Some(ms)) => format!(" · kernels built in {:.1} s", ms / 1000.0),
             Ok(None) => String::new(),
             // Not the user's error: the run builds its own kernels, and says what fails.
@@ -437,7 +458,7 @@ fn wire_controls(session: &Shared) {
 
 /// Checks that a run can start and puts the page in `Training` at once, before anything is
 /// awaited, so that a second click finds Start disabled; what the run is, if it can start.
-fn begin_run(session: &Shared) -> Option<(TrainConfig, BackendChoice, usize)> {
+fn begin_run(session: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
     let (phase, data, gone) = {
         let session = session.borrow();
         (session.phase, session.data, session.worker_gone)

@@ -6,15 +6,17 @@ use std::rc::Rc;
 
 use plotters::prelude::IntoDrawingArea;
 use plotters_canvas::CanvasBackend;
-use web_sys::{HtmlInputElement, HtmlProgressElement};
+use web_sys::{HtmlElement, HtmlInputElement, HtmlProgressElement};
 
-use super::dom::{by_id, set_text};
+use super::dom::{self, by_id, set_text};
+use super::engine::{EngineChoice, token, use_engine};
 use super::phase::Phase;
+use super::trainer::RunEnd;
 use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
 use crate::chart::{self, ChartTheme};
 use crate::config::TrainConfig;
-use crate::device::BackendChoice;
 use crate::metrics::RunMetrics;
+use crate::session::protocol::RunFiles;
 use crate::train::TrainEvent;
 
 /// The charts redraw at most this often, however short the intervals.
@@ -185,54 +187,172 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
     }
 }
 
-/// One training run in the worker; the page is already in `Training`.
+/// A run as the page shows it: its figures, charts and log.
+struct LiveRun {
+    config: TrainConfig,
+    metrics: Rc<RefCell<RunMetrics>>,
+    charts: Rc<RefCell<Charts>>,
+    /// Samples the whole run trains on.
+    total: usize,
+}
+
+impl LiveRun {
+    fn new(config: TrainConfig, backend: String, train_len: usize) -> Self {
+        set_text("log", "");
+        set_text("test-accuracy", "–");
+        by_id::<HtmlElement>("run-files").set_hidden(true);
+        let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
+        let metrics = RunMetrics::new(config.clone(), backend);
+        let mut charts = Charts::new();
+        charts.draw_all(&metrics);
+        Self {
+            config,
+            metrics: Rc::new(RefCell::new(metrics)),
+            charts: Rc::new(RefCell::new(charts)),
+            total,
+        }
+    }
+
+    /// What draws each event as it comes.
+    fn on_event(&self) -> impl FnMut(TrainEvent) + 'static {
+        let (metrics, charts, total) = (self.metrics.clone(), self.charts.clone(), self.total);
+        move |event: TrainEvent| {
+            let mut metrics = metrics.borrow_mut();
+            metrics.record(&event);
+            metrics.thin(CHART_POINTS);
+            let mut charts = charts.borrow_mut();
+            if show_event(&event, &metrics, total) {
+                charts.news();
+            }
+            charts.update(&metrics);
+        }
+    }
+
+    /// The run has ended: its model becomes the page's, its files are linked.
+    async fn end(
+        self,
+        session: &Shared,
+        ended: Result<RunEnd, PageError>,
+    ) -> Result<(), PageError> {
+        self.charts.borrow_mut().draw_all(&self.metrics.borrow());
+        let RunEnd {
+            outcome,
+            weights,
+            files,
+        } = ended?;
+        let about = {
+            let metrics = self.metrics.borrow();
+            let result = match metrics.epochs.last() {
+                Some(report) => {
+                    format!("{:.2}% on {} test images", report.accuracy(), report.total)
+                }
+                None => "not evaluated".to_string(),
+            };
+            format!(
+                "{}, trained on {}: {result}",
+                self.config.model, metrics.backend
+            )
+        };
+        if let Some(files) = files {
+            show_files(&files);
+        }
+        let model = current::ModelFile {
+            kind: self.config.model,
+            weights,
+            about,
+        };
+        current::keep(session, model).await?;
+        insight::show_gallery(session).await?;
+        set_phase(session, Phase::Finished(outcome));
+        Ok(())
+    }
+}
+
+/// Links the files the native engine wrote for the run, as `webtrain ui` serves them.
+fn show_files(files: &RunFiles) {
+    let list = by_id::<HtmlElement>("run-files");
+    list.set_text_content(Some(&format!("Written to {}: ", files.folder)));
+    let token = token().unwrap_or_default();
+    let document = super::dom::document();
+    for name in &files.written {
+        let Ok(link) = document.create_element("a") else {
+            continue;
+        };
+        let _ = link.set_attribute("href", &format!("runs/{}/{name}?token={token}", files.name));
+        let _ = link.set_attribute("target", "_blank");
+        link.set_text_content(Some(name));
+        let _ = list.append_child(&link);
+        let _ = list.append_with_str_1(" ");
+    }
+    if let Some(error) = &files.error {
+        let _ = list.append_with_str_1(&format!("Not all could be written: {error}"));
+    }
+    list.set_hidden(false);
+}
+
+/// One training run on the engine `choice` names; the page is already in `Training`.
 pub async fn run(
     session: &Shared,
     config: TrainConfig,
-    choice: BackendChoice,
+    choice: EngineChoice,
     train_len: usize,
 ) -> Result<(), PageError> {
+    let trainer = use_engine(session, choice).await?;
     let backend = show_device(session, choice).await?;
-    set_text("log", "");
-    set_text("test-accuracy", "–");
-    let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
-    let metrics = RunMetrics::new(config.clone(), backend);
-    let chart = Rc::new(RefCell::new(Charts::new()));
-    chart.borrow_mut().draw_all(&metrics);
-    let metrics = Rc::new(RefCell::new(metrics));
-    let (m, c) = (metrics.clone(), chart.clone());
-    let on_event = move |event: TrainEvent| {
-        let mut metrics = m.borrow_mut();
-        metrics.record(&event);
-        metrics.thin(CHART_POINTS);
-        let mut chart = c.borrow_mut();
-        if show_event(&event, &metrics, total) {
-            chart.news();
-        }
-        chart.update(&metrics);
-    };
+    let live = LiveRun::new(config.clone(), backend, train_len);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
-    let trainer = session.borrow().trainer.clone();
-    let trained = trainer
-        .train(config.clone(), choice, from_model, on_event)
+    let ended = trainer
+        .train(config, choice.device(), from_model, live.on_event())
         .await;
-    chart.borrow_mut().draw_all(&metrics.borrow());
-    let (outcome, weights) = trained?;
-    let about = {
-        let metrics = metrics.borrow();
-        let result = match metrics.epochs.last() {
-            Some(report) => format!("{:.2}% on {} test images", report.accuracy(), report.total),
-            None => "not evaluated".to_string(),
-        };
-        format!("{}, trained on {}: {result}", config.model, metrics.backend)
+    live.end(session, ended).await
+}
+
+/// Shows the native engine's run going, if it has one: the page takes it as its own, with its
+/// history, and can pause, stop or steer it.
+pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
+    let (native, data) = {
+        let session = session.borrow();
+        (session.engines.native.clone(), session.data)
     };
-    let model = current::ModelFile {
-        kind: config.model,
-        weights,
-        about,
+    let (Some(native), Some((train_len, _))) = (native, data) else {
+        return Ok(());
     };
-    current::keep(session, model).await?;
-    insight::show_gallery(session).await?;
-    set_phase(session, Phase::Finished(outcome));
-    Ok(())
+    let live: Rc<RefCell<Option<LiveRun>>> = Rc::default();
+    let (joined, s) = (live.clone(), session.clone());
+    let on_run = move |config: TrainConfig, device: String| {
+        fill_form(&config);
+        dom::set_value("backend-choice", "native");
+        set_text("backend", &format!("native — {device}"));
+        s.borrow_mut().runs += 1;
+        set_phase(&s, Phase::Training { paused: false });
+        *joined.borrow_mut() = Some(LiveRun::new(
+            config,
+            format!("native — {device}"),
+            train_len,
+        ));
+    };
+    let drawn = live.clone();
+    let on_event = move |event: TrainEvent| {
+        if let Some(live) = drawn.borrow().as_ref() {
+            live.on_event()(event);
+        }
+    };
+    let ended = native.follow(on_run, on_event).await;
+    let Some(run) = live.borrow_mut().take() else {
+        return ended.map(|_| ());
+    };
+    // The page's model and MNIST are the native engine's now.
+    session.borrow_mut().trainer = native;
+    match ended {
+        Ok(Some(end)) => run.end(session, Ok(end)).await,
+        Ok(None) => Ok(()),
+        Err(error) => run.end(session, Err(error)).await,
+    }
+}
+
+/// The form, showing a run's settings.
+fn fill_form(config: &TrainConfig) {
+    for (name, value) in config.pairs() {
+        dom::set_value(&name.replace('_', "-"), &value);
+    }
 }

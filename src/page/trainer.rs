@@ -1,5 +1,6 @@
-//! The page's side of the training worker (src/worker): it starts the worker, posts requests,
-//! and hands each reply to whoever asked, progress as it comes and the answer at the end.
+//! The page's side of an engine: the training worker (src/worker), started here and asked by
+//! postMessage, or `webtrain ui`'s native engine, asked over a WebSocket. Either way requests
+//! go out and each reply goes to whoever asked, progress as it comes and the answer at the end.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -10,14 +11,17 @@ use js_sys::Promise;
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{ErrorEvent, Event, MessageEvent, Worker, WorkerOptions, WorkerType};
+use web_sys::{
+    BinaryType, CloseEvent, ErrorEvent, Event, MessageEvent, WebSocket, Worker, WorkerOptions,
+    WorkerType,
+};
 
 use super::PageError;
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::BackendChoice;
 use crate::platform::js_error;
+use crate::session::protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request, RunFiles};
 use crate::train::{CLASSES, EpochReport, Outcome, TrainEvent};
-use crate::worker::protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request};
 
 /// web/worker.js, which trunk copies beside the page.
 const WORKER_SCRIPT: &str = "worker.js";
@@ -31,14 +35,98 @@ struct Pending {
 
 type PendingMap = Rc<RefCell<HashMap<u32, Pending>>>;
 
+/// What carries the requests.
+enum Transport {
+    Worker(Worker),
+    Socket(WebSocket),
+}
+
+impl Transport {
+    fn send(&self, envelope: &Envelope<Request>) -> Result<(), String> {
+        match self {
+            Transport::Worker(worker) => {
+                let (value, transfer) = envelope.to_js()?;
+                worker
+                    .post_message_with_transfer(&value, &transfer)
+                    .map_err(js_error)
+            }
+            Transport::Socket(socket) => {
+                let mut bytes = envelope.to_bytes()?;
+                socket.send_with_u8_array(&mut bytes).map_err(js_error)
+            }
+        }
+    }
+
+    fn end(&self) {
+        match self {
+            Transport::Worker(worker) => worker.terminate(),
+            Transport::Socket(socket) => {
+                let _ = socket.close();
+            }
+        }
+    }
+}
+
+/// How a run ended, its model's `.safetensors` bytes, and where the engine wrote its files.
+pub struct RunEnd {
+    pub outcome: Outcome,
+    pub weights: Vec<u8>,
+    pub files: Option<RunFiles>,
+}
+
 pub struct Trainer {
-    worker: Worker,
+    transport: Rc<Transport>,
     /// Resolves when the worker listens; rejects if it never will.
     ready: Promise,
     next_id: Cell<u32>,
     pending: PendingMap,
-    /// Why the worker stopped, once it has: nothing asked after that would ever be answered.
+    /// Why the engine stopped, once it has: nothing asked after that would ever be answered.
     gone: Rc<RefCell<Option<String>>>,
+    crashed: Rc<dyn Fn(&str)>,
+}
+
+/// What a transport's callbacks hand replies to.
+#[derive(Clone)]
+struct Link {
+    pending: PendingMap,
+    resolve: Rc<js_sys::Function>,
+    crashed: Rc<dyn Fn(&str)>,
+}
+
+impl Link {
+    fn ready(&self) {
+        let _ = self.resolve.call0(&JsValue::NULL);
+    }
+
+    fn receive(&self, envelope: Result<Envelope<Reply>, BadMessage>) {
+        match envelope {
+            Ok(Envelope {
+                message: Reply::Ready,
+                ..
+            }) => self.ready(),
+            Ok(Envelope {
+                message: Reply::Crashed(why),
+                ..
+            }) => (self.crashed)(&why),
+            Ok(envelope) => deliver(&self.pending, envelope),
+            // The engine is alive and said something unreadable: that request fails, the
+            // others go on.
+            Err(BadMessage {
+                id: Some(id),
+                reason,
+            }) => deliver(
+                &self.pending,
+                Envelope {
+                    id,
+                    message: Reply::Failed(format!("the engine's reply was {reason}")),
+                    payloads: Vec::new(),
+                },
+            ),
+            Err(BadMessage { id: None, reason }) => {
+                web_sys::console::error_1(&format!("the engine sent {reason}").into())
+            }
+        }
+    }
 }
 
 impl Trainer {
@@ -48,69 +136,15 @@ impl Trainer {
         options.set_type(WorkerType::Module);
         let worker = Worker::new_with_options(WORKER_SCRIPT, &options)
             .map_err(|e| PageError::WorkerGone(js_error(e)))?;
-        let pending = PendingMap::default();
-        let (mut resolve, mut reject) = (None, None);
-        let ready = Promise::new(&mut |yes, no| (resolve, reject) = (Some(yes), Some(no)));
-        let (resolve, reject) = (
-            resolve.expect("a promise calls back at once"),
-            reject.expect("a promise calls back at once"),
-        );
-        let on_crash = Rc::new(on_crash);
-        let gone = Rc::new(RefCell::new(None));
-        let crashed = {
-            let (pending, on_crash, gone) = (pending.clone(), on_crash.clone(), gone.clone());
-            let worker = worker.clone();
-            move |why: &str| {
-                if gone.borrow().is_some() {
-                    return;
-                }
-                *gone.borrow_mut() = Some(why.to_string());
-                // Whatever it still runs is no one's any more.
-                worker.terminate();
-                let _ = reject.call1(&JsValue::NULL, &why.into());
-                // Whoever waits for an answer hears that none will come.
-                pending.borrow_mut().clear();
-                on_crash(why);
-            }
-        };
-        let crashed = Rc::new(crashed);
-        let on_message = {
-            let (pending, crashed) = (pending.clone(), crashed.clone());
-            Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-                match Envelope::<Reply>::from_js(&event.data()) {
-                    Ok(Envelope {
-                        message: Reply::Ready,
-                        ..
-                    }) => {
-                        let _ = resolve.call0(&JsValue::NULL);
-                    }
-                    Ok(Envelope {
-                        message: Reply::Crashed(why),
-                        ..
-                    }) => crashed(&why),
-                    Ok(envelope) => deliver(&pending, envelope),
-                    // The worker is alive and said something unreadable: that request fails,
-                    // the others go on.
-                    Err(BadMessage { id, reason }) => match id {
-                        Some(id) => deliver(
-                            &pending,
-                            Envelope {
-                                id,
-                                message: Reply::Failed(format!("the worker's reply was {reason}")),
-                                payloads: Vec::new(),
-                            },
-                        ),
-                        None => {
-                            web_sys::console::error_1(&format!("the worker sent {reason}").into())
-                        }
-                    },
-                }
-            })
-        };
+        let (trainer, link) = Self::new(Transport::Worker(worker.clone()), on_crash);
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            link.receive(Envelope::<Reply>::from_js(&event.data()));
+        });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         on_message.forget();
         // The worker threw outside the Rust panic hook (an ErrorEvent), or its script failed
         // to load or to compile (a plain Event, with nothing to say).
+        let crashed = trainer.crashed.clone();
         let on_error = Closure::<dyn FnMut(Event)>::new(move |event: Event| {
             match event.dyn_ref::<ErrorEvent>().map(ErrorEvent::message) {
                 Some(message) if !message.is_empty() => crashed(&message),
@@ -119,13 +153,79 @@ impl Trainer {
         });
         worker.set_onerror(Some(on_error.as_ref().unchecked_ref()));
         on_error.forget();
-        Ok(Self {
-            worker,
+        Ok(trainer)
+    }
+
+    /// Connects to `webtrain ui`'s native engine at `url` (`ws://…/engine?token=…`).
+    pub fn connect(url: &str, on_crash: impl Fn(&str) + 'static) -> Result<Self, PageError> {
+        let socket = WebSocket::new(url).map_err(|e| PageError::WorkerGone(js_error(e)))?;
+        socket.set_binary_type(BinaryType::Arraybuffer);
+        let (trainer, link) = Self::new(Transport::Socket(socket.clone()), on_crash);
+        let opened = link.clone();
+        let on_open = Closure::<dyn FnMut(Event)>::new(move |_| opened.ready());
+        socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
+        on_open.forget();
+        let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+            let bytes = js_sys::Uint8Array::new(&event.data()).to_vec();
+            link.receive(Envelope::<Reply>::from_bytes(&bytes));
+        });
+        socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
+        on_message.forget();
+        let crashed = trainer.crashed.clone();
+        let on_close = Closure::<dyn FnMut(CloseEvent)>::new(move |event: CloseEvent| {
+            let reason = match event.reason() {
+                reason if reason.is_empty() => format!("code {}", event.code()),
+                reason => reason,
+            };
+            crashed(&format!(
+                "the connection to the native engine closed ({reason})"
+            ));
+        });
+        socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
+        on_close.forget();
+        Ok(trainer)
+    }
+
+    /// The trainer on `transport`, and the link its transport's callbacks deliver through.
+    fn new(transport: Transport, on_crash: impl Fn(&str) + 'static) -> (Self, Link) {
+        let transport = Rc::new(transport);
+        let pending = PendingMap::default();
+        let (mut resolve, mut reject) = (None, None);
+        let ready = Promise::new(&mut |yes, no| (resolve, reject) = (Some(yes), Some(no)));
+        let (resolve, reject) = (
+            resolve.expect("a promise calls back at once"),
+            reject.expect("a promise calls back at once"),
+        );
+        let gone = Rc::new(RefCell::new(None));
+        let crashed: Rc<dyn Fn(&str)> = {
+            let (pending, gone, transport) = (pending.clone(), gone.clone(), transport.clone());
+            Rc::new(move |why: &str| {
+                if gone.borrow().is_some() {
+                    return;
+                }
+                *gone.borrow_mut() = Some(why.to_string());
+                // Whatever it still runs is no one's any more.
+                transport.end();
+                let _ = reject.call1(&JsValue::NULL, &why.into());
+                // Whoever waits for an answer hears that none will come.
+                pending.borrow_mut().clear();
+                on_crash(why);
+            })
+        };
+        let link = Link {
+            pending: pending.clone(),
+            resolve: Rc::new(resolve),
+            crashed: crashed.clone(),
+        };
+        let trainer = Self {
+            transport,
             ready,
             next_id: Cell::new(1),
             pending,
             gone,
-        })
+            crashed,
+        };
+        (trainer, link)
     }
 
     async fn ask_with(
@@ -148,7 +248,6 @@ impl Trainer {
             message: request,
             payloads,
         };
-        let (value, transfer) = envelope.to_js().map_err(PageError::WorkerGone)?;
         self.pending.borrow_mut().insert(
             id,
             Pending {
@@ -156,9 +255,9 @@ impl Trainer {
                 on_progress,
             },
         );
-        if let Err(error) = self.worker.post_message_with_transfer(&value, &transfer) {
+        if let Err(error) = self.transport.send(&envelope) {
             self.pending.borrow_mut().remove(&id);
-            return Err(PageError::WorkerGone(js_error(error)));
+            return Err(PageError::WorkerGone(error));
         }
         match answered.await {
             Ok((Reply::Failed(message), _)) => Err(PageError::Worker(message)),
@@ -221,14 +320,14 @@ impl Trainer {
         )
     }
 
-    /// A run, its events as they come; how it ended and its model's `.safetensors` bytes.
+    /// A run, its events as they come; how it ended.
     pub async fn train(
         &self,
         config: TrainConfig,
         backend: BackendChoice,
         from_model: bool,
         mut on_event: impl FnMut(TrainEvent) + 'static,
-    ) -> Result<(Outcome, Vec<u8>), PageError> {
+    ) -> Result<RunEnd, PageError> {
         let request = Request::Train {
             config,
             backend,
@@ -239,11 +338,27 @@ impl Trainer {
                 on_event(event);
             }
         });
-        match self.ask_with(request, Vec::new(), Some(events)).await? {
-            (Reply::Trained(outcome), payloads) if payloads.len() == 1 => {
-                Ok((outcome, payloads.into_iter().next().unwrap_or_default()))
-            }
-            (other, _) => Err(unexpected(other)),
+        run_end(self.ask_with(request, Vec::new(), Some(events)).await?)
+    }
+
+    /// The engine's run going, if one is: `on_run` hears its settings and what trains it, then
+    /// `on_event` its events so far and to come; how it ended.
+    pub async fn follow(
+        &self,
+        mut on_run: impl FnMut(TrainConfig, String) + 'static,
+        mut on_event: impl FnMut(TrainEvent) + 'static,
+    ) -> Result<Option<RunEnd>, PageError> {
+        let progress = Box::new(move |reply: Reply| match reply {
+            Reply::Run { config, device } => on_run(config, device),
+            Reply::Event(event) => on_event(event),
+            _ => {}
+        });
+        match self
+            .ask_with(Request::Follow, Vec::new(), Some(progress))
+            .await?
+        {
+            (Reply::NoRun, _) => Ok(None),
+            answer => run_end(answer).map(Some),
         }
     }
 
@@ -341,6 +456,17 @@ fn deliver(pending: &PendingMap, envelope: Envelope<Reply>) {
 
 fn unexpected(reply: Reply) -> PageError {
     PageError::WorkerGone(format!("it answered {reply:?}"))
+}
+
+fn run_end(answer: Answer) -> Result<RunEnd, PageError> {
+    match answer {
+        (Reply::Trained { outcome, files }, payloads) if payloads.len() == 1 => Ok(RunEnd {
+            outcome,
+            weights: payloads.into_iter().next().unwrap_or_default(),
+            files,
+        }),
+        (other, _) => Err(unexpected(other)),
+    }
 }
 
 fn done(answer: Answer) -> Result<(), PageError> {

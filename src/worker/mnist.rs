@@ -5,26 +5,12 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{ReadableStreamDefaultReader, Response, WorkerGlobalScope};
 
-use super::WorkerError;
-use crate::data::{
-    MAX_IDX_BYTES, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS,
-};
+use crate::data::{MAX_IDX_BYTES, Mnist, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS};
 use crate::platform::js_error;
+use crate::session::{SessionError, mnist_from_files};
 
 /// MNIST's four files in the order they are fetched and given.
 const FILES: [&str; 4] = [TRAIN_IMAGES, TRAIN_LABELS, TEST_IMAGES, TEST_LABELS];
-
-/// Train images, train labels, test images and test labels, each named as the user knows it:
-/// MNIST's name when downloaded, their own otherwise.
-pub fn split(files: Vec<(String, Vec<u8>)>) -> Result<Mnist, WorkerError> {
-    let [(ti, tib), (tl, tlb), (ei, eib), (el, elb)]: [(String, Vec<u8>); 4] = files
-        .try_into()
-        .map_err(|files: Vec<_>| WorkerError::FileCount(files.len()))?;
-    Ok(Mnist {
-        train: MnistSplit::from_idx(&ti, &tib, &tl, &tlb)?,
-        test: MnistSplit::from_idx(&ei, &eib, &el, &elb)?,
-    })
-}
 
 /// Streams `url` into memory, reporting the fraction received; refuses more than any MNIST
 /// file can hold.
@@ -32,8 +18,8 @@ async fn fetch_bytes(
     file: &str,
     url: &str,
     on_progress: &dyn Fn(f64),
-) -> Result<Vec<u8>, WorkerError> {
-    let failed = |message: String| WorkerError::Download {
+) -> Result<Vec<u8>, SessionError> {
+    let failed = |message: String| SessionError::Download {
         file: file.to_string(),
         message,
     };
@@ -75,7 +61,7 @@ async fn fetch_bytes(
             .map_err(|e| failed(js_error(e)))?;
         let start = bytes.len();
         if (start + value.length() as usize) as u64 > MAX_IDX_BYTES {
-            return Err(WorkerError::TooLarge {
+            return Err(SessionError::TooLarge {
                 file: file.to_string(),
                 limit: MAX_IDX_BYTES as usize,
             });
@@ -91,7 +77,7 @@ async fn fetch_bytes(
 }
 
 /// Downloads the gzipped MNIST files served beside the page, reporting overall progress.
-pub async fn download(on_progress: impl Fn(f64, &str)) -> Result<Mnist, WorkerError> {
+pub async fn download(on_progress: &dyn Fn(f64, &str)) -> Result<Mnist, SessionError> {
     let mut files = Vec::new();
     for (index, name) in FILES.iter().enumerate() {
         let report =
@@ -102,5 +88,5 @@ pub async fn download(on_progress: impl Fn(f64, &str)) -> Result<Mnist, WorkerEr
         files.push((name.to_string(), bytes));
     }
     on_progress(1.0, "parsing");
-    split(files)
+    mnist_from_files(files)
 }

@@ -814,3 +814,95 @@ test('keyboard alone: tab to the settings and Start, run, pause and stop; the st
   assert.match(await page.getAttribute('#draw', 'aria-label'), /pointer|finger|mouse/i);
   await page.close();
 });
+
+// `webtrain ui` on a free port, serving the page these tests built, its runs under `out`.
+async function startUi(out) {
+  const { spawn } = await import('node:child_process');
+  const dist = process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', root).pathname;
+  const ui = spawn(cli, ['ui', '--port', '0', '--dist', dist, '--out', out, '--data', 'data/mnist'],
+    { cwd: root.pathname, stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((resolve, reject) => {
+    let said = '';
+    ui.stdout.on('data', (chunk) => {
+      said += chunk;
+      const found = said.match(/webtrain ui: open (http:\S+)/);
+      if (found) resolve(found[1]);
+    });
+    ui.on('exit', (code) => reject(new Error(`webtrain ui exited with ${code}: ${said}`)));
+  });
+  return { url, stop: () => ui.kill('SIGKILL') };
+}
+
+test('webtrain ui: the page trains on the native engine, a reload finds the run going, its files are served', { timeout: 600_000 }, async () => {
+  const out = new URL('ui-runs/', screenshots).pathname;
+  rmSync(out, { recursive: true, force: true });
+  const ui = await startUi(out);
+  try {
+    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    page.on('console', (m) => m.type() === 'error' && console.log('page console:', m.text()));
+    // The link's settings after the token.
+    await page.goto(`${ui.url}&epochs=1&train_limit=12800&test_limit=200&log_interval=5&backend=native`);
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    assert.equal(await page.inputValue('#backend-choice'), 'native');
+    assert.equal(await page.textContent('#native-option'), 'native — CPU');
+    await page.click('#start');
+    await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 5);
+    assert.match(await page.textContent('#backend'), /^native — CPU/);
+    // The run belongs to the process: a reload shows it going on, with what it did before.
+    await page.reload();
+    await page.waitForSelector('body[data-state="training"]', { timeout: 180_000 });
+    assert.match(await page.textContent('#backend'), /^native — CPU/);
+    assert.equal(await page.inputValue('#train-limit'), '12800');
+    assert.match(await page.textContent('#log'), /^Train Epoch: 1 \[0\/12800 \(0%\)\]/m, 'the log before the reload');
+    const seen = Number(await page.textContent('#step'));
+    await page.waitForFunction((s) => Number(document.querySelector('#step').textContent) > s, seen);
+    // Steered from the new tab: paused, then stopped.
+    await page.click('#pause');
+    await page.waitForSelector('body[data-state="paused"]');
+    await page.click('#stop');
+    await page.waitForSelector('body[data-state="stopped"]', { timeout: 120_000 });
+    const steps = Number(await page.textContent('#step'));
+    assert.ok(steps < 200, `stopped early, after ${steps} steps`);
+    // An interval is 3 steps here (200 steps an epoch): every interval since the start is drawn.
+    const points = await page.$eval('#loss-chart', (c) => Number(c.dataset.points));
+    assert.ok(points >= Math.floor(steps / 3), `the whole run is charted: ${points} points, ${steps} steps`);
+    // Its files, written under --out as the CLI writes them, linked from the page.
+    const links = await page.$$eval('#run-files a', (as) => as.map((a) => [a.textContent, a.href]));
+    assert.deepEqual(links.map(([name]) => name).sort(),
+      ['checkpoint.safetensors', 'loss.svg', 'metrics.json', 'model.bpk', 'model.safetensors']);
+    const metricsLink = links.find(([name]) => name === 'metrics.json')[1];
+    const metrics = await (await fetch(metricsLink)).json();
+    assert.equal(metrics.config.train_limit, 12800);
+    assert.equal((await fetch(metricsLink.replace(/\?token=.*/, ''))).status, 401, 'not without the token');
+    // The model downloads from the page, and the CLI evaluates it.
+    const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
+    const saved = new URL('weights-native.safetensors', screenshots).pathname;
+    await download.saveAs(saved);
+    const evaluated = execFileSync(cli, ['eval', '--weights', saved, '--model', 'lenet', '--test-limit', '100',
+      '--backend', 'cpu'], { cwd: root.pathname, encoding: 'utf8' });
+    assert.match(evaluated, /Accuracy: \d+\/100/);
+    await page.close();
+
+    // Without the token the page has no native engine, and says so when asked for it.
+    const bare = await browser.newPage();
+    await bare.goto(`${new URL(ui.url).origin}/?backend=native`);
+    await bare.waitForSelector('#error:not([hidden])', { timeout: 180_000 });
+    assert.match(await bare.textContent('#error'), /only when webtrain ui opens the page/);
+    assert.equal(await bare.$eval('#native-option', (o) => o.disabled), true);
+    await bare.close();
+    // A page of another origin holding the token is refused the engine by the server (the
+    // page's CSP would refuse the connection first; this one is let through).
+    const foreign = await browser.newPage({ bypassCSP: true });
+    await foreign.goto(base);
+    const token = new URL(ui.url).searchParams.get('token');
+    const refused = await foreign.evaluate((url) => new Promise((resolve) => {
+      const socket = new WebSocket(url);
+      socket.onopen = () => resolve('opened');
+      socket.onerror = () => resolve('refused');
+    }), `ws://${new URL(ui.url).host}/engine?token=${token}`);
+    assert.equal(refused, 'refused');
+    await foreign.close();
+  } finally {
+    ui.stop();
+  }
+});

@@ -1,0 +1,225 @@
+//! The native engine: a [`Session`] on a thread of its own, fed by every connected page, with
+//! MNIST from `--data` and each run's files written under `--out` as the CLI writes them.
+
+use std::fs;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, mpsc as mpsc_std};
+use std::task::{Context, Wake, Waker};
+use std::thread::Thread;
+
+use tokio::sync::mpsc;
+use webtrain::config::TrainConfig;
+use webtrain::data::Mnist;
+use webtrain::metrics::RunMetrics;
+use webtrain::model::Net;
+use webtrain::session::protocol::{Envelope, Reply, Request, RunFiles};
+use webtrain::session::{Host, RunRecord, Session, SessionError};
+use webtrain::train::TrainEvent;
+
+use super::{say, warn};
+use crate::cli::run_folder::{CheckpointWrites, RunFolder, save_results};
+
+/// A request, and where its replies go: each one's bytes, as the WebSocket carries them.
+pub struct Job {
+    pub request: Envelope<Request>,
+    pub replies: mpsc::UnboundedSender<Envelope<Reply>>,
+}
+
+/// The engine's door: clones go to each connection.
+#[derive(Clone)]
+pub struct Engine {
+    jobs: mpsc_std::Sender<Job>,
+    thread: Thread,
+}
+
+/// Wakes the engine's thread for a task that can go on.
+struct Wakeup {
+    woken: AtomicBool,
+    thread: Thread,
+}
+
+impl Wake for Wakeup {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.woken.store(true, Ordering::SeqCst);
+        self.thread.unpark();
+    }
+}
+
+impl Engine {
+    /// Starts the engine's thread.
+    pub fn start(data: PathBuf, out: PathBuf) -> Self {
+        let (jobs, queue) = mpsc_std::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("engine".into())
+            .spawn(move || run(Session::new(Native { data, out }), queue))
+            .expect("the engine's thread starts");
+        Self {
+            jobs,
+            thread: thread.thread().clone(),
+        }
+    }
+
+    /// Hands a request to the engine; false once it is gone.
+    pub fn ask(&self, job: Job) -> bool {
+        let sent = self.jobs.send(job).is_ok();
+        self.thread.unpark();
+        sent
+    }
+
+    /// Asks `request` and waits for its last reply, on a thread that is not the server's.
+    pub fn ask_and_wait(&self, request: Request) -> Option<Reply> {
+        let (replies, mut answers) = mpsc::unbounded_channel();
+        let request = Envelope {
+            id: 1,
+            message: request,
+            payloads: Vec::new(),
+        };
+        self.ask(Job { request, replies });
+        while let Some(reply) = answers.blocking_recv() {
+            if !reply.message.is_progress() {
+                return Some(reply.message);
+            }
+        }
+        None
+    }
+}
+
+/// The engine's loop: each request a task, every task polled in turn, and new requests taken
+/// between turns. A run yields after each step, so a pause or a question waits one step at
+/// most (an executor that ran a self-waking task many times per turn, as tokio's LocalSet
+/// does, held them for up to 61 steps).
+fn run(session: Rc<Session<Native>>, queue: mpsc_std::Receiver<Job>) {
+    let wakeup = Arc::new(Wakeup {
+        woken: AtomicBool::new(false),
+        thread: std::thread::current(),
+    });
+    let waker = Waker::from(wakeup.clone());
+    let mut context = Context::from_waker(&waker);
+    let mut tasks: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
+    loop {
+        wakeup.woken.store(false, Ordering::SeqCst);
+        loop {
+            match queue.try_recv() {
+                Ok(job) => tasks.push(Box::pin(answer(session.clone(), job))),
+                Err(mpsc_std::TryRecvError::Empty) => break,
+                Err(mpsc_std::TryRecvError::Disconnected) if tasks.is_empty() => return,
+                Err(mpsc_std::TryRecvError::Disconnected) => break,
+            }
+        }
+        tasks.retain_mut(|task| task.as_mut().poll(&mut context).is_pending());
+        if !wakeup.woken.load(Ordering::SeqCst) {
+            // Until a task can go on or a request comes (both unpark this thread).
+            std::thread::park();
+        }
+    }
+}
+
+async fn answer(session: Rc<Session<Native>>, job: Job) {
+    let Job { request, replies } = job;
+    let id = request.id;
+    let progress = {
+        let replies = replies.clone();
+        Rc::new(move |message, payloads| {
+            let _ = replies.send(Envelope {
+                id,
+                message,
+                payloads,
+            });
+        })
+    };
+    let (message, payloads) = session.answer(request, progress).await;
+    // A page that has gone hears nothing; the run it started goes on.
+    let _ = replies.send(Envelope {
+        id,
+        message,
+        payloads,
+    });
+}
+
+/// MNIST from a folder; each run's files in a folder of its own under `out`.
+struct Native {
+    data: PathBuf,
+    out: PathBuf,
+}
+
+impl Host for Native {
+    async fn mnist(&self, on_progress: &dyn Fn(f64, &str)) -> Result<Mnist, SessionError> {
+        on_progress(0.0, &self.data.display().to_string());
+        Ok(Mnist::load_dir(&self.data)?)
+    }
+
+    fn record(
+        &self,
+        config: &TrainConfig,
+        device: &str,
+    ) -> Result<Option<Box<dyn RunRecord>>, SessionError> {
+        let folder =
+            RunFolder::timestamped(&self.out).map_err(|e| SessionError::Files(e.to_string()))?;
+        say(&format!(
+            "A run from the page: writing {}",
+            folder.path().display()
+        ));
+        Ok(Some(Box::new(FolderRecord {
+            metrics: RunMetrics::new(config.clone(), device.to_string()),
+            folder,
+            checkpoints: CheckpointWrites::default(),
+        })))
+    }
+}
+
+/// A run's folder, written as the CLI writes it: checkpoints as they come, the rest at the end.
+struct FolderRecord {
+    folder: RunFolder,
+    metrics: RunMetrics,
+    checkpoints: CheckpointWrites,
+}
+
+impl RunRecord for FolderRecord {
+    fn event(&mut self, event: &TrainEvent) {
+        if let TrainEvent::Checkpoint(checkpoint) = event {
+            self.checkpoints
+                .write(&self.folder, checkpoint, |line| warn(&line));
+        }
+        self.metrics.record(event);
+    }
+
+    fn finish(self: Box<Self>, model: Option<&Net>) -> RunFiles {
+        let Self {
+            folder,
+            metrics,
+            checkpoints,
+        } = *self;
+        let saved = save_results(&folder, model, &metrics, checkpoints.failure);
+        let mut written: Vec<String> = fs::read_dir(folder.path())
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                    .filter(|name| !name.ends_with(".partial"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        written.sort();
+        let error = saved.err().map(|error| error.to_string());
+        match &error {
+            Some(error) => warn(error),
+            None => say(&format!("Wrote {}", folder.path().display())),
+        }
+        RunFiles {
+            folder: folder.path().display().to_string(),
+            name: folder
+                .path()
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            written,
+            error,
+        }
+    }
+}

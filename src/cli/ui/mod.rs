@@ -1,0 +1,178 @@
+//! `webtrain ui`: the page, served with a WebSocket over which it drives a native engine (the
+//! CLI's devices: a hardware GPU through wgpu, or every core). Bound to 127.0.0.1 unless told
+//! otherwise, and only pages holding the printed token, served from here, may drive it.
+
+mod engine;
+mod socket;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use axum::Router;
+use axum::extract::{Query, Request, State, WebSocketUpgrade};
+use axum::http::HeaderMap;
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use tower_http::services::ServeDir;
+use webtrain::session::protocol::{MAX_MESSAGE_BYTES, Request as EngineRequest};
+
+use super::CliError;
+use engine::Engine;
+
+#[derive(clap::Args)]
+pub struct UiArgs {
+    /// Directory with the four MNIST IDX files (raw or .gz).
+    #[arg(long, default_value = "data/mnist")]
+    data: PathBuf,
+    /// Where each run started from the page writes its files, in a folder of its own.
+    #[arg(long, default_value = "runs")]
+    out: PathBuf,
+    /// The page as trunk builds it (`make ui` builds it).
+    #[arg(long, default_value = "dist")]
+    dist: PathBuf,
+    #[arg(long, default_value_t = 8080)]
+    port: u16,
+    /// The address to listen on; another than 127.0.0.1 lets other machines reach the page
+    /// (they still need the token).
+    #[arg(long, default_value = "127.0.0.1")]
+    host: String,
+    /// Open the page in the default browser.
+    #[arg(long)]
+    open: bool,
+}
+
+struct App {
+    token: String,
+    engine: Engine,
+}
+
+type Shared = Arc<App>;
+
+/// Says `line` on the terminal. A server goes on when no one reads its output any more (a
+/// closed pipe): `println!` would panic then.
+fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
+/// Says a problem on the terminal, as `say` does.
+fn warn(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "webtrain: {line}");
+}
+
+/// A fresh random token, as Jupyter's.
+fn new_token() -> Result<String, CliError> {
+    let mut bytes = [0u8; 24];
+    getrandom_04::fill(&mut bytes).map_err(|e| CliError::Serve(format!("no randomness: {e}")))?;
+    Ok(bytes.iter().map(|b| format!("{b:02x}")).collect())
+}
+
+pub fn run(args: UiArgs) -> Result<(), CliError> {
+    if !args.dist.join("index.html").is_file() {
+        return Err(CliError::Serve(format!(
+            "{} holds no page: build it first (make ui builds it and starts this)",
+            args.dist.display()
+        )));
+    }
+    std::fs::create_dir_all(&args.out).map_err(|source| CliError::Write {
+        path: args.out.clone(),
+        source,
+    })?;
+    let app = Arc::new(App {
+        token: new_token()?,
+        engine: Engine::start(args.data.clone(), args.out.clone()),
+    });
+    stop_on_interrupt(app.engine.clone())?;
+    let runtime = tokio::runtime::Runtime::new().map_err(|e| CliError::Serve(e.to_string()))?;
+    runtime.block_on(serve(args, app))
+}
+
+async fn serve(args: UiArgs, app: Shared) -> Result<(), CliError> {
+    let address = format!("{}:{}", args.host, args.port);
+    let listener = tokio::net::TcpListener::bind(&address)
+        .await
+        .map_err(|e| CliError::Serve(format!("cannot listen on {address}: {e}")))?;
+    let bound: SocketAddr = listener
+        .local_addr()
+        .map_err(|e| CliError::Serve(e.to_string()))?;
+    let url = format!("http://{bound}/?token={}", app.token);
+    let runs = Router::new()
+        .fallback_service(ServeDir::new(&args.out))
+        .layer(middleware::from_fn_with_state(app.clone(), require_token));
+    let router = Router::new()
+        .route("/engine", get(open_socket))
+        .nest("/runs", runs)
+        .fallback_service(ServeDir::new(&args.dist))
+        .with_state(app);
+    say(&format!("webtrain ui: open {url}"));
+    say(&format!(
+        "Runs started from the page write to {}",
+        args.out.display()
+    ));
+    if args.open {
+        if let Err(error) = open::that(&url) {
+            warn(&format!("cannot open a browser ({error}); open {url}"));
+        }
+    }
+    axum::serve(listener, router)
+        .await
+        .map_err(|e| CliError::Serve(e.to_string()))
+}
+
+type Params = Query<HashMap<String, String>>;
+
+async fn open_socket(
+    upgrade: WebSocketUpgrade,
+    Query(params): Params,
+    headers: HeaderMap,
+    State(app): State<Shared>,
+) -> Response {
+    let given = params.get("token").map(String::as_str);
+    if let Some(refused) = socket::refusal(&app.token, given, &headers) {
+        return refused.into_response();
+    }
+    let engine = app.engine.clone();
+    upgrade
+        .max_message_size(MAX_MESSAGE_BYTES)
+        .max_frame_size(MAX_MESSAGE_BYTES)
+        .on_upgrade(move |socket| socket::serve(socket, engine))
+}
+
+/// A run's files only with the token: they are the user's.
+async fn require_token(
+    State(app): State<Shared>,
+    Query(params): Params,
+    request: Request,
+    next: Next,
+) -> Response {
+    match params.get("token") == Some(&app.token) {
+        true => next.run(request).await,
+        false => (
+            axum::http::StatusCode::UNAUTHORIZED,
+            "webtrain ui: a valid token is needed",
+        )
+            .into_response(),
+    }
+}
+
+/// Ctrl-C (or SIGTERM) stops the run going, waits until its files are written and exits; a
+/// second one exits at once.
+fn stop_on_interrupt(engine: Engine) -> Result<(), CliError> {
+    let interrupted = AtomicBool::new(false);
+    ctrlc::set_handler(move || {
+        if interrupted.swap(true, Ordering::SeqCst) {
+            std::process::exit(super::INTERRUPTED_EXIT);
+        }
+        warn("stopping the run going, if any, and writing its files (again to quit now)");
+        engine.ask_and_wait(EngineRequest::Stop);
+        // Answered when the run has ended and its files are written, or at once without one.
+        engine.ask_and_wait(EngineRequest::Follow);
+        std::process::exit(super::INTERRUPTED_EXIT);
+    })
+    .map_err(|e| CliError::Signal(e.to_string()))
+}

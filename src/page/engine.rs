@@ -1,0 +1,141 @@
+//! The page's two engines: the browser's training worker, always, and `webtrain ui`'s native
+//! engine when the page was opened from it (its URL carries the token). The backend select
+//! names the engine and its device; MNIST and the current model go with the page to the engine
+//! it trains on.
+
+use std::fmt;
+use std::rc::Rc;
+use std::str::FromStr;
+
+use web_sys::{HtmlOptionElement, UrlSearchParams};
+
+use super::dom::{by_id, set_text};
+use super::trainer::Trainer;
+use super::{PageError, Shared, use_data};
+use crate::device::{BackendChoice, DeviceError};
+
+/// The backend select's value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineChoice {
+    /// The browser's worker, on this device.
+    Browser(BackendChoice),
+    /// `webtrain ui`'s process, on the device its `--backend auto` would choose.
+    Native,
+}
+
+impl EngineChoice {
+    /// The device the engine is asked for.
+    pub fn device(self) -> BackendChoice {
+        match self {
+            EngineChoice::Browser(choice) => choice,
+            EngineChoice::Native => BackendChoice::Auto,
+        }
+    }
+}
+
+impl FromStr for EngineChoice {
+    type Err = DeviceError;
+
+    fn from_str(value: &str) -> Result<Self, Self::Err> {
+        match value {
+            "native" => Ok(EngineChoice::Native),
+            other => other.parse().map(EngineChoice::Browser),
+        }
+    }
+}
+
+impl fmt::Display for EngineChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineChoice::Browser(choice) => choice.fmt(f),
+            EngineChoice::Native => f.write_str("native"),
+        }
+    }
+}
+
+/// The token of the `webtrain ui` that served the page, if one did.
+pub fn token() -> Option<String> {
+    let search = web_sys::window()?.location().search().ok()?;
+    UrlSearchParams::new_with_str(&search).ok()?.get("token")
+}
+
+pub struct Engines {
+    pub browser: Rc<Trainer>,
+    pub native: Option<Rc<Trainer>>,
+    /// Whether the native engine has a hardware GPU: then `auto` trains there.
+    pub native_gpu: bool,
+}
+
+impl Engines {
+    /// The browser's worker and, with a token, the native engine beside it.
+    pub fn start(on_crash: fn(&str)) -> Result<Self, PageError> {
+        let browser = Rc::new(Trainer::spawn(on_crash)?);
+        let native = match token() {
+            Some(token) => {
+                let location = web_sys::window()
+                    .map(|w| w.location())
+                    .ok_or_else(|| PageError::WorkerGone("no window".into()))?;
+                let host = location.host().unwrap_or_default();
+                let url = format!("ws://{host}/engine?token={token}");
+                let native = Trainer::connect(&url, move |why| {
+                    on_crash(&format!("{why}; is webtrain ui still running?"))
+                })?;
+                Some(Rc::new(native))
+            }
+            None => None,
+        };
+        Ok(Self {
+            browser,
+            native,
+            native_gpu: false,
+        })
+    }
+
+    /// The engine `choice` trains on.
+    pub fn for_choice(&self, choice: EngineChoice) -> Result<Rc<Trainer>, PageError> {
+        Ok(match (choice, &self.native) {
+            (EngineChoice::Native, Some(native)) => native.clone(),
+            (EngineChoice::Native, None) => return Err(PageError::NoNative),
+            (EngineChoice::Browser(BackendChoice::Auto), Some(native)) if self.native_gpu => {
+                native.clone()
+            }
+            _ => self.browser.clone(),
+        })
+    }
+}
+
+/// Offers the native engine in the backend select and learns whether it has a GPU.
+pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
+    let Some(native) = session.borrow().engines.native.clone() else {
+        return Ok(());
+    };
+    // The backend line says which device and why once a run starts.
+    let (_, fallback) = native.device(BackendChoice::Auto).await?;
+    let gpu = fallback.is_none();
+    let option = by_id::<HtmlOptionElement>("native-option");
+    option.set_disabled(false);
+    option.set_hidden(false);
+    option.set_text(if gpu { "native — GPU" } else { "native — CPU" });
+    session.borrow_mut().engines.native_gpu = gpu;
+    Ok(())
+}
+
+/// Makes the engine `choice` trains on the page's: MNIST and the page's model go there first.
+pub async fn use_engine(session: &Shared, choice: EngineChoice) -> Result<Rc<Trainer>, PageError> {
+    let (engine, current) = {
+        let session = session.borrow();
+        (session.engines.for_choice(choice)?, session.trainer.clone())
+    };
+    if Rc::ptr_eq(&engine, &current) {
+        return Ok(engine);
+    }
+    set_text("data-status", "Loading MNIST in the other engine…");
+    let sizes = engine.download(|_, _| {}).await?;
+    let model = session.borrow().model.clone();
+    if let Some(model) = model {
+        engine.load_model(model.kind, model.weights.clone()).await?;
+    }
+    session.borrow_mut().trainer = engine.clone();
+    use_data(session, sizes);
+    Ok(engine)
+}
