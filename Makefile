@@ -8,7 +8,7 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 # The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 
-.PHONY: serve train test bench bench-gpu soak fuzz check-pytorch data
+.PHONY: serve ui train test bench bench-gpu soak fuzz check-pytorch data
 
 data:
 	scripts/fetch-mnist.sh data/mnist
@@ -16,6 +16,14 @@ data:
 serve: data
 	scripts/setup.sh trunk
 	trunk serve --release --offline
+
+# The page and a native engine it trains on (this machine's GPU, or every core): prints the
+# page's URL with its token. Flags through ARGS, e.g. make ui ARGS="--out runs --open".
+ui: data
+	scripts/setup.sh trunk
+	trunk build --release --offline
+	cargo build --release
+	$(CARGO_TARGET_DIR)/release/webtrain ui --dist dist $(ARGS)
 
 # Release: the dev profile's dependencies train at about half the speed (see README, Performance).
 train: data

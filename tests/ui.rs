@@ -100,6 +100,16 @@ impl Server {
 
     /// An HTTP GET's status and body, without a client library: one request, one answer.
     async fn get(&self, path: &str) -> (u16, String) {
+        let (status, response) = self.get_with_headers(path).await;
+        let body = response
+            .split_once("\r\n\r\n")
+            .map(|(_, body)| body.to_string())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// An HTTP GET's status and whole response, headers included.
+    async fn get_with_headers(&self, path: &str) -> (u16, String) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let mut stream = TcpStream::connect(&self.address).await.unwrap();
         let request = format!(
@@ -110,11 +120,7 @@ impl Server {
         let mut response = String::new();
         stream.read_to_string(&mut response).await.unwrap();
         let status = response[9..12].parse().unwrap();
-        let body = response
-            .split_once("\r\n\r\n")
-            .map(|(_, body)| body.to_string())
-            .unwrap_or_default();
-        (status, body)
+        (status, response)
     }
 }
 
@@ -244,8 +250,25 @@ async fn pages_without_the_token_or_from_another_origin_are_refused() {
         status(server.connect_as(Some(&server.token), other_port).await),
         403
     );
-    // The page itself needs no token; a run's files do.
-    assert_eq!(server.get("/").await.0, 200);
+    // The page itself needs no token, and comes with make serve's headers; a run's files
+    // need the token.
+    let (status, page) = server.get_with_headers("/").await;
+    assert_eq!(status, 200);
+    let trunk =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Trunk.toml")).unwrap();
+    let policy = trunk
+        .lines()
+        .find_map(|line| line.strip_prefix("Content-Security-Policy = "))
+        .unwrap()
+        .trim_matches('"');
+    assert!(
+        page.contains(&format!("content-security-policy: {policy}\r\n")),
+        "{page}"
+    );
+    assert!(
+        page.contains("x-content-type-options: nosniff\r\n"),
+        "{page}"
+    );
     assert_eq!(server.get("/runs/x/metrics.json").await.0, 401);
     assert_eq!(server.get("/runs/x/metrics.json?token=guess").await.0, 401);
 }

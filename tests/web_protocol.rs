@@ -75,12 +75,15 @@ async fn payloads_are_moved_not_copied() {
     let weights: Vec<u8> = (0..=255).cycle().take(100_000).collect();
     let (back, sent) = cross(Envelope {
         id: 3,
-        message: Reply::Trained(webtrain::train::Outcome::Completed),
+        message: Reply::Trained {
+            outcome: webtrain::train::Outcome::Completed,
+            files: None,
+        },
         payloads: vec![weights.clone(), Vec::new()],
     })
     .await;
     assert_eq!(back.payloads, vec![weights, Vec::new()]);
-    assert!(matches!(back.message, Reply::Trained(_)));
+    assert!(matches!(back.message, Reply::Trained { .. }));
     // A transferred buffer is detached on the sender's side.
     assert_eq!(sent.len(), 2);
     assert!(sent.iter().all(|buffer| buffer.byte_length() == 0));

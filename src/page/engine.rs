@@ -115,7 +115,11 @@ pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
     let option = by_id::<HtmlOptionElement>("native-option");
     option.set_disabled(false);
     option.set_hidden(false);
-    option.set_text(if gpu { "native — GPU" } else { "native — CPU" });
+    option.set_text(if gpu {
+        "native — GPU"
+    } else {
+        "native — CPU"
+    });
     session.borrow_mut().engines.native_gpu = gpu;
     Ok(())
 }

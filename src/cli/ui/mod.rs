@@ -8,12 +8,12 @@ mod socket;
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use axum::Router;
 use axum::extract::{Query, Request, State, WebSocketUpgrade};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderName, HeaderValue};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -108,6 +108,7 @@ async fn serve(args: UiArgs, app: Shared) -> Result<(), CliError> {
         .route("/engine", get(open_socket))
         .nest("/runs", runs)
         .fallback_service(ServeDir::new(&args.dist))
+        .layer(middleware::map_response(with_page_headers))
         .with_state(app);
     say(&format!("webtrain ui: open {url}"));
     say(&format!(
@@ -141,6 +142,33 @@ async fn open_socket(
         .max_message_size(MAX_MESSAGE_BYTES)
         .max_frame_size(MAX_MESSAGE_BYTES)
         .on_upgrade(move |socket| socket::serve(socket, engine))
+}
+
+/// The headers `make serve` sends with the page (Trunk.toml's `[serve.headers]`, read from
+/// there so that the two never differ): what a `<meta>` cannot say, and the policy the worker
+/// takes from its script's response.
+fn page_headers() -> &'static [(HeaderName, HeaderValue)] {
+    static HEADERS: OnceLock<Vec<(HeaderName, HeaderValue)>> = OnceLock::new();
+    HEADERS.get_or_init(|| {
+        let trunk = include_str!("../../../Trunk.toml");
+        let section = trunk.split("[serve.headers]").nth(1).unwrap_or_default();
+        section
+            .lines()
+            .take_while(|line| !line.starts_with('['))
+            .filter_map(|line| {
+                let (name, value) = line.split_once(" = ")?;
+                let value = value.trim().strip_prefix('"')?.strip_suffix('"')?;
+                Some((name.trim().parse().ok()?, value.parse().ok()?))
+            })
+            .collect()
+    })
+}
+
+async fn with_page_headers(mut response: Response) -> Response {
+    for (name, value) in page_headers() {
+        response.headers_mut().insert(name.clone(), value.clone());
+    }
+    response
 }
 
 /// A run's files only with the token: they are the user's.
