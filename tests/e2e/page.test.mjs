@@ -3,7 +3,7 @@
 // Chromium gets the same WebGPU flags as the wasm-bindgen tests (webdriver.json).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, mkdirSync, rmSync } from 'node:fs';
+import { readFileSync, mkdirSync, rmSync, existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 
@@ -870,6 +870,8 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     const links = await page.$$eval('#run-files a', (as) => as.map((a) => [a.textContent, a.href]));
     assert.deepEqual(links.map(([name]) => name).sort(),
       ['checkpoint.safetensors', 'loss.svg', 'metrics.json', 'model.bpk', 'model.safetensors']);
+    const folder = decodeURIComponent(new URL(links[0][1]).pathname.split('/')[2]);
+    for (const [name] of links) assert.ok(existsSync(new URL(`${folder}/${name}`, `file://${out}`)), `${name} in --out`);
     const metricsLink = links.find(([name]) => name === 'metrics.json')[1];
     const metrics = await (await fetch(metricsLink)).json();
     assert.equal(metrics.config.train_limit, 12800);
