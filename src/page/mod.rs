@@ -194,10 +194,12 @@ async fn show_device(session: &Shared, choice: EngineChoice) -> Result<String, P
 async fn boot(session: &Shared) -> Result<(), PageError> {
     set_phase(session, Phase::Loading);
     engine::offer_native(session).await?;
-    // A device the worker refuses (`?backend=gpu` without WebGPU) is said, and said again at
-    // Start; the page still loads, for the other backends.
+    // A device the worker refuses (`?backend=gpu` without WebGPU), or `native` without
+    // `webtrain ui`, is said, and said again at Start; the page still loads, for the other
+    // backends.
     let device = match show_device(session, backend_choice()?).await {
         Err(PageError::Worker(refusal)) => Some(refusal),
+        Err(refusal @ PageError::NoNative) => Some(refusal.to_string()),
         other => other.map(|_| None)?,
     };
     if device.is_none() {
@@ -205,7 +207,12 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     }
     // The page starts on the engine its backend names, and gets MNIST there.
     let choice = backend_choice()?;
-    let trainer = session.borrow().engines.for_choice(choice)?;
+    let trainer = {
+        let engines = &session.borrow().engines;
+        engines
+            .for_choice(choice)
+            .unwrap_or(engines.browser.clone())
+    };
     session.borrow_mut().trainer = trainer.clone();
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer

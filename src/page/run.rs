@@ -318,11 +318,13 @@ pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
         return Ok(());
     };
     let live: Rc<RefCell<Option<LiveRun>>> = Rc::default();
-    let (joined, s) = (live.clone(), session.clone());
+    let (joined, s, engine) = (live.clone(), session.clone(), native.clone());
     let on_run = move |config: TrainConfig, device: String| {
         fill_form(&config);
         dom::set_value("backend-choice", "native");
         set_text("backend", &format!("native — {device}"));
+        // Pause, stop and the learning rate go to the engine that trains.
+        s.borrow_mut().trainer = engine.clone();
         s.borrow_mut().runs += 1;
         set_phase(&s, Phase::Training { paused: false });
         *joined.borrow_mut() = Some(LiveRun::new(
@@ -341,8 +343,6 @@ pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
     let Some(run) = live.borrow_mut().take() else {
         return ended.map(|_| ());
     };
-    // The page's model and MNIST are the native engine's now.
-    session.borrow_mut().trainer = native;
     match ended {
         Ok(Some(end)) => run.end(session, Ok(end)).await,
         Ok(None) => Ok(()),

@@ -856,10 +856,20 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     assert.match(await page.textContent('#log'), /^Train Epoch: 1 \[0\/12800 \(0%\)\]/m, 'the log before the reload');
     const seen = Number(await page.textContent('#step'));
     await page.waitForFunction((s) => Number(document.querySelector('#step').textContent) > s, seen);
-    // Steered from the new tab: paused, then stopped.
-    await page.click('#pause');
-    await page.waitForSelector('body[data-state="paused"]');
-    await page.click('#stop');
+    // Steered from another tab, opened on the bare URL (its backend `auto`, which is the
+    // browser's here): it shows the run on the native engine, and pauses and stops it there.
+    const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    await other.goto(ui.url);
+    await other.waitForSelector('body[data-state="training"]', { timeout: 180_000 });
+    assert.equal(await other.inputValue('#backend-choice'), 'native');
+    await other.click('#pause');
+    await other.waitForSelector('body[data-state="paused"]');
+    const held = await page.textContent('#step');
+    await page.waitForTimeout(1000);
+    assert.equal(await page.textContent('#step'), held, 'no step while paused');
+    await other.click('#stop');
+    await other.waitForSelector('body[data-state="stopped"]', { timeout: 120_000 });
+    await other.close();
     await page.waitForSelector('body[data-state="stopped"]', { timeout: 120_000 });
     const steps = Number(await page.textContent('#step'));
     assert.ok(steps < 200, `stopped early, after ${steps} steps`);
@@ -888,7 +898,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     // Without the token the page has no native engine, and says so when asked for it.
     const bare = await browser.newPage();
     await bare.goto(`${new URL(ui.url).origin}/?backend=native`);
-    await bare.waitForSelector('#error:not([hidden])', { timeout: 180_000 });
+    await bare.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
     assert.match(await bare.textContent('#error'), /only when webtrain ui opens the page/);
     assert.equal(await bare.$eval('#native-option', (o) => o.disabled), true);
     await bare.close();
