@@ -20,8 +20,8 @@ const post = self.postMessage.bind(self);
 const benchAnswers = {};
 self.postMessage = (message, transfer) => {
   if (message?.id in benchAnswers) return benchAnswers[message.id](JSON.parse(message.message));
-  if (globalThis.gpuCounts && typeof message?.message === 'string' && message.message.startsWith('{"Event":{"Step"')) {
-    const step = JSON.parse(message.message).Event.Step;
+  if (globalThis.gpuCounts && typeof message?.message === 'string' && message.message.startsWith('{"Progress":{"Step"')) {
+    const step = JSON.parse(message.message).Progress.Step;
     globalThis.gpuStep = step.step + 1;
     globalThis.stepCounts[step.step] = {
       ...globalThis.gpuCounts, kernels: { ...globalThis.gpuKernels }, logged: step.loss != null,
@@ -166,8 +166,8 @@ export async function profilePageCpu(browser, base, repeats) {
     await page.goto(`${base}/?backend=cpu`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
     const answer = await page.workers()[0].evaluate(
-      (repeats) => globalThis.askWorker({ CpuProfile: { model: 'lenet', batch: 64, repeats } }), repeats);
-    return answer.CpuProfile ?? { error: JSON.stringify(answer) };
+      (repeats) => globalThis.askWorker({ ProfileCpu: { model: 'lenet', batch: 64, repeats } }), repeats);
+    return answer.Answer ?? { error: JSON.stringify(answer) };
   } finally {
     await page.close();
   }

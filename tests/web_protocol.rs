@@ -9,17 +9,17 @@ use wasm_bindgen_test::*;
 use web_sys::{MessageChannel, MessageEvent};
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::device::BackendChoice;
-use webtrain::session::protocol::{Envelope, Reply, Request};
-use webtrain::train::{Divergence, EpochReport, TrainEvent};
+use webtrain::session::envelope::Envelope;
+use webtrain::session::protocol::{
+    Ask, Evaluate, Payload, Predict, Probabilities, Reply, Request, RunEnded, Train,
+};
+use webtrain::train::{Divergence, EpochReport, Outcome, TrainEvent};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
 /// Posts `envelope` through a MessageChannel, as the page and the worker do, and reads it back;
 /// also returns the sender's buffers after the post.
-async fn cross<T>(envelope: Envelope<T>) -> (Envelope<T>, Vec<ArrayBuffer>)
-where
-    T: serde::Serialize + serde::de::DeserializeOwned,
-{
+async fn cross(envelope: Envelope) -> (Envelope, Vec<ArrayBuffer>) {
     let (value, transfer) = envelope.to_js().unwrap();
     let channel = MessageChannel::new().unwrap();
     let port = channel.port2();
@@ -36,6 +36,14 @@ where
     )
 }
 
+/// A reply to an `R`, across the channel and read as the page reads it.
+async fn reply_crosses<R: Ask>(
+    reply: Reply<R::Progress, R::Answer>,
+) -> Reply<R::Progress, R::Answer> {
+    let (back, _) = cross(Envelope::seal(1, reply).unwrap()).await;
+    back.open().unwrap()
+}
+
 #[wasm_bindgen_test]
 async fn a_training_request_crosses_with_its_settings() {
     let config = TrainConfig {
@@ -44,28 +52,18 @@ async fn a_training_request_crosses_with_its_settings() {
         train_limit: Some(1234),
         ..TrainConfig::default()
     };
-    let request = Request::Train {
+    let request = Request::from(Train {
         config: config.clone(),
         backend: BackendChoice::Gpu,
         from_model: true,
-    };
-    let (back, _) = cross(Envelope {
-        id: 7,
-        message: request,
-        payloads: Vec::new(),
-    })
-    .await;
+    });
+    let (back, _) = cross(Envelope::seal(7, request).unwrap()).await;
     assert_eq!(back.id, 7);
-    let Request::Train {
-        config: crossed,
-        backend,
-        from_model,
-    } = back.message
-    else {
-        panic!("a training request became {:?}", back.message);
+    let Request::Train(crossed) = back.open().unwrap() else {
+        panic!("a training request became another");
     };
     assert_eq!(
-        (crossed, backend, from_model),
+        (crossed.config, crossed.backend, crossed.from_model),
         (config, BackendChoice::Gpu, true)
     );
 }
@@ -73,24 +71,34 @@ async fn a_training_request_crosses_with_its_settings() {
 #[wasm_bindgen_test]
 async fn payloads_are_moved_not_copied() {
     let weights: Vec<u8> = (0..=255).cycle().take(100_000).collect();
-    let (back, sent) = cross(Envelope {
-        id: 3,
-        message: Reply::Trained {
-            outcome: webtrain::train::Outcome::Completed,
-            files: None,
-        },
-        payloads: vec![weights.clone(), Vec::new()],
-    })
-    .await;
-    assert_eq!(back.payloads, vec![weights, Vec::new()]);
-    assert!(matches!(back.message, Reply::Trained { .. }));
+    let ended = RunEnded {
+        outcome: Outcome::Completed,
+        weights: Payload::from(weights.clone()),
+        files: None,
+    };
+    let sealed = Envelope::seal(3, Reply::<TrainEvent, _>::Answer(ended)).unwrap();
+    assert!(sealed.json.len() < 200, "the bytes are not in the JSON");
+    let (back, sent) = cross(sealed).await;
     // A transferred buffer is detached on the sender's side.
-    assert_eq!(sent.len(), 2);
+    assert_eq!(sent.len(), 1);
     assert!(sent.iter().all(|buffer| buffer.byte_length() == 0));
+    let Ok(Reply::Answer(crossed)) = back.open::<Reply<TrainEvent, RunEnded>>() else {
+        panic!("a run's end became another reply");
+    };
+    assert_eq!(crossed.weights.into_bytes(), weights);
+    // A request's payload too.
+    let pixels = Payload::from(vec![255; 784]);
+    let request = Request::from(Predict { pixels });
+    let (back, sent) = cross(Envelope::seal(4, request).unwrap()).await;
+    assert_eq!(sent[0].byte_length(), 0);
+    let Ok(Request::Predict(crossed)) = back.open() else {
+        panic!("a digit became another request");
+    };
+    assert_eq!(crossed.pixels.into_bytes(), vec![255; 784]);
 }
 
 #[wasm_bindgen_test]
-async fn an_epoch_report_crosses_whole() {
+async fn an_epoch_report_crosses_whole_as_progress() {
     let mut confusion = [[0; 10]; 10];
     confusion[3][5] = 2;
     confusion[7][7] = 98;
@@ -101,14 +109,9 @@ async fn an_epoch_report_crosses_whole() {
         total: 100,
         confusion,
     };
-    let (back, _) = cross(Envelope {
-        id: 1,
-        message: Reply::Event(TrainEvent::Epoch(report.clone())),
-        payloads: Vec::new(),
-    })
-    .await;
-    assert!(matches!(back.message, Reply::Event(TrainEvent::Epoch(ref r)) if *r == report));
-    assert!(back.message.is_progress(), "more follows an event");
+    let event = TrainEvent::Epoch(report.clone());
+    let back = reply_crosses::<Train>(Reply::Progress(event)).await;
+    assert!(matches!(back, Reply::Progress(TrainEvent::Epoch(ref r)) if *r == report));
 }
 
 #[wasm_bindgen_test]
@@ -119,14 +122,11 @@ async fn non_finite_numbers_cross_as_themselves() {
         lr: 1e6,
         loss: f32::NAN,
     };
-    let (back, _) = cross(Envelope {
-        id: 4,
-        message: Reply::Event(TrainEvent::Diverged(diverged)),
-        payloads: Vec::new(),
-    })
-    .await;
-    let Reply::Event(TrainEvent::Diverged(crossed)) = back.message else {
-        panic!("a divergence became {:?}", back.message);
+    let event = TrainEvent::Diverged(diverged);
+    let Reply::Progress(TrainEvent::Diverged(crossed)) =
+        reply_crosses::<Train>(Reply::Progress(event)).await
+    else {
+        panic!("a divergence became another reply");
     };
     assert!(crossed.loss.is_nan(), "{crossed:?}");
     assert_eq!((crossed.step, crossed.lr), (3, 1e6));
@@ -138,27 +138,18 @@ async fn non_finite_numbers_cross_as_themselves() {
         total: 10,
         confusion: [[0; 10]; 10],
     };
-    let (back, _) = cross(Envelope {
-        id: 5,
-        message: Reply::Evaluated(report.clone()),
-        payloads: Vec::new(),
-    })
-    .await;
-    assert!(matches!(back.message, Reply::Evaluated(ref r) if *r == report));
+    let back = reply_crosses::<Evaluate>(Reply::Answer(report.clone())).await;
+    assert!(matches!(back, Reply::Answer(ref r) if *r == report));
 
-    let mut probabilities = [0.1; 10];
-    probabilities[..3].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
-    let (back, _) = cross(Envelope {
-        id: 6,
-        message: Reply::Probabilities(probabilities),
-        payloads: Vec::new(),
-    })
-    .await;
-    let Reply::Probabilities(crossed) = back.message else {
-        panic!("probabilities became {:?}", back.message);
+    let mut by_digit = [0.1; 10];
+    by_digit[..3].copy_from_slice(&[f32::NAN, f32::INFINITY, f32::NEG_INFINITY]);
+    let Reply::Answer(crossed) =
+        reply_crosses::<Predict>(Reply::Answer(Probabilities { by_digit })).await
+    else {
+        panic!("probabilities became another reply");
     };
-    assert!(crossed[0].is_nan());
-    assert_eq!(crossed[1..], probabilities[1..]);
+    assert!(crossed.by_digit[0].is_nan());
+    assert_eq!(crossed.by_digit[1..], by_digit[1..]);
 }
 
 #[wasm_bindgen_test]
@@ -166,18 +157,17 @@ fn an_unreadable_message_names_its_request() {
     let value = js_sys::Object::new();
     for (key, field) in [
         ("id", wasm_bindgen::JsValue::from(9)),
-        ("message", r#"{"Evaluated":{"epoch":"one"}}"#.into()),
+        ("message", r#"{"Answer":{"epoch":"one"}}"#.into()),
         ("payloads", js_sys::Array::new().into()),
     ] {
         js_sys::Reflect::set(&value, &key.into(), &field).unwrap();
     }
-    let error = Envelope::<Reply>::from_js(&value).unwrap_err();
-    assert_eq!(error.id, Some(9));
-    assert!(
-        error.reason.starts_with("a bad message"),
-        "{}",
-        error.reason
-    );
-    let error = Envelope::<Reply>::from_js(&js_sys::Object::new().into()).unwrap_err();
+    let envelope = Envelope::from_js(&value).unwrap();
+    assert_eq!(envelope.id, 9);
+    let error = envelope
+        .open::<Reply<TrainEvent, EpochReport>>()
+        .unwrap_err();
+    assert!(error.starts_with("a bad message"), "{error}");
+    let error = Envelope::from_js(&js_sys::Object::new().into()).unwrap_err();
     assert_eq!(error.id, None);
 }

@@ -10,6 +10,7 @@ use web_sys::HtmlInputElement;
 use super::dom::{by_id, set_text};
 use super::{PageError, Shared, download, storage};
 use crate::config::ModelKind;
+use crate::session::protocol::{LoadModel, Payload};
 use crate::weights::MAX_WEIGHTS_BYTES;
 
 pub struct ModelFile {
@@ -45,7 +46,9 @@ pub async fn keep(session: &Shared, model: ModelFile) -> Result<(), PageError> {
 /// Hands a weights file to the worker, which checks it against `kind`.
 async fn load(session: &Shared, model: &ModelFile) -> Result<(), PageError> {
     let trainer = session.borrow().trainer.clone();
-    trainer.load_model(model.kind, model.weights.clone()).await
+    let weights = Payload::from(model.weights.clone());
+    let kind = model.kind;
+    trainer.ask(LoadModel { kind, weights }).await
 }
 
 /// The model kept by an earlier visit, if any.

@@ -11,6 +11,7 @@ use super::dom::by_id;
 use crate::config::ModelKind;
 use crate::data::{MAX_IDX_BYTES, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS};
 use crate::platform::js_error;
+use crate::session::protocol::NamedFile;
 
 /// The four files in the order the worker takes them, each with the id of its file input.
 const FILES: [(&str, &str); 4] = [
@@ -38,7 +39,7 @@ pub async fn read_file(name: &str, file: File, limit: usize) -> Result<Vec<u8>, 
 }
 
 /// The user's four IDX files (raw or gzip) from the file inputs, each with its name.
-pub async fn from_inputs() -> Result<Vec<(String, Vec<u8>)>, PageError> {
+pub async fn from_inputs() -> Result<Vec<NamedFile>, PageError> {
     let mut files = Vec::new();
     for (name, input) in FILES {
         let file = by_id::<HtmlInputElement>(input)
@@ -47,7 +48,10 @@ pub async fn from_inputs() -> Result<Vec<(String, Vec<u8>)>, PageError> {
             .ok_or(PageError::MissingFile(name))?;
         let label = file.name();
         let bytes = read_file(&label, file, MAX_IDX_BYTES as usize).await?;
-        files.push((label, bytes));
+        files.push(NamedFile {
+            name: label,
+            bytes: bytes.into(),
+        });
     }
     Ok(files)
 }

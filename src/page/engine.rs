@@ -13,6 +13,7 @@ use super::dom::{by_id, set_text};
 use super::trainer::Trainer;
 use super::{PageError, Shared, use_data};
 use crate::device::{BackendChoice, DeviceError};
+use crate::session::protocol::{Download, LoadModel, Payload, SelectDevice};
 
 /// The backend select's value.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,8 +111,12 @@ pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
         return Ok(());
     };
     // The backend line says which device and why once a run starts.
-    let (_, fallback) = native.device(BackendChoice::Auto).await?;
-    let gpu = fallback.is_none();
+    let choice = BackendChoice::Auto;
+    let gpu = native
+        .ask(SelectDevice { choice })
+        .await?
+        .fallback
+        .is_none();
     let option = by_id::<HtmlOptionElement>("native-option");
     option.set_disabled(false);
     option.set_hidden(false);
@@ -134,10 +139,12 @@ pub async fn use_engine(session: &Shared, choice: EngineChoice) -> Result<Rc<Tra
         return Ok(engine);
     }
     set_text("data-status", "Loading MNIST in the other engine…");
-    let sizes = engine.download(|_, _| {}).await?;
+    let sizes = engine.ask(Download {}).await?;
     let model = session.borrow().model.clone();
     if let Some(model) = model {
-        engine.load_model(model.kind, model.weights.clone()).await?;
+        let weights = Payload::from(model.weights.clone());
+        let kind = model.kind;
+        engine.ask(LoadModel { kind, weights }).await?;
     }
     session.borrow_mut().trainer = engine.clone();
     use_data(session, sizes);

@@ -15,6 +15,7 @@ use super::dom::{self, by_id, document, set_text};
 use super::{PageError, Shared};
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
 use crate::predict::predicted;
+use crate::session::protocol::{Confused, Gallery, Payload, Predict};
 use crate::train::{CLASSES, EpochReport};
 
 const GUESS_EVERY_MS: f64 = 150.0;
@@ -123,16 +124,25 @@ async fn show_confused(session: &Shared, button: &Element) -> Result<(), PageErr
     };
     set_text("confused-caption", "Looking…");
     let trainer = session.borrow().trainer.clone();
-    let digits = trainer.confused(truth as u8, guess, len).await?;
+    let asked = Confused {
+        truth: truth as u8,
+        guess,
+        len,
+    };
+    let digits = trainer.ask(asked).await?;
     let shown = by_id::<Element>("confused");
     shown.set_text_content(None);
-    for (digit, pixels) in &digits {
+    for digit in &digits {
         let percent = 100.0 * digit.probability;
         let title = format!(
             "test image {}: true {}, predicted {} with {percent:.1} %",
             digit.index, digit.truth, digit.guess
         );
-        let _ = shown.append_child(&digit_figure(pixels, &format!("{percent:.0} %"), &title));
+        let _ = shown.append_child(&digit_figure(
+            &digit.pixels.bytes(),
+            &format!("{percent:.0} %"),
+            &title,
+        ));
     }
     let what = match truth == guess {
         true => format!("{truth}s the model gets right"),
@@ -185,10 +195,10 @@ pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
         return Ok(());
     }
     let trainer = session.borrow().trainer.clone();
-    let digits = trainer.gallery().await?;
+    let digits = trainer.ask(Gallery {}).await?;
     let gallery = by_id::<Element>("gallery");
     gallery.set_text_content(None);
-    for (digit, pixels) in digits {
+    for digit in digits {
         let (index, truth, guess) = (digit.index, digit.truth, digit.guess);
         let right = usize::from(truth) == guess;
         let caption = match right {
@@ -196,7 +206,7 @@ pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
             false => format!("{guess}, is {truth}"),
         };
         let title = format!("test image {index}: true {truth}, predicted {guess}");
-        let figure = digit_figure(&pixels, &caption, &title);
+        let figure = digit_figure(&digit.pixels.bytes(), &caption, &title);
         figure.set_class_name(if right { "right" } else { "mistake" });
         let _ = gallery.append_child(&figure);
     }
@@ -255,7 +265,8 @@ async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
         return Ok(());
     };
     let trainer = session.borrow().trainer.clone();
-    let digits = trainer.predict(pixels).await?;
+    let pixels = Payload::from(pixels);
+    let digits = trainer.ask(Predict { pixels }).await?.by_digit;
     for (digit, p) in digits.iter().enumerate() {
         by_id::<HtmlProgressElement>(&format!("p{digit}")).set_value(f64::from(*p));
         set_text(&format!("p{digit}-text"), &format!("{:.1}%", 100.0 * p));

@@ -11,12 +11,11 @@ use web_sys::{HtmlElement, HtmlInputElement, HtmlProgressElement};
 use super::dom::{self, by_id, set_text};
 use super::engine::{EngineChoice, token, use_engine};
 use super::phase::Phase;
-use super::trainer::RunEnd;
 use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
 use crate::chart::{self, ChartTheme};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
-use crate::session::protocol::RunFiles;
+use crate::session::protocol::{Follow, Followed, RunEnded, RunFiles, Train};
 use crate::train::TrainEvent;
 
 /// The charts redraw at most this often, however short the intervals.
@@ -232,10 +231,10 @@ impl LiveRun {
     async fn end(
         self,
         session: &Shared,
-        ended: Result<RunEnd, PageError>,
+        ended: Result<RunEnded, PageError>,
     ) -> Result<(), PageError> {
         self.charts.borrow_mut().draw_all(&self.metrics.borrow());
-        let RunEnd {
+        let RunEnded {
             outcome,
             weights,
             files,
@@ -258,7 +257,7 @@ impl LiveRun {
         }
         let model = current::ModelFile {
             kind: self.config.model,
-            weights,
+            weights: weights.into_bytes(),
             about,
         };
         current::keep(session, model).await?;
@@ -301,9 +300,12 @@ pub async fn run(
     let backend = show_device(session, choice).await?;
     let live = LiveRun::new(config.clone(), backend, train_len);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
-    let ended = trainer
-        .train(config, choice.device(), from_model, live.on_event())
-        .await;
+    let request = Train {
+        config,
+        backend: choice.device(),
+        from_model,
+    };
+    let ended = trainer.ask_reporting(request, live.on_event()).await;
     live.end(session, ended).await
 }
 
@@ -334,12 +336,15 @@ pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
         ));
     };
     let drawn = live.clone();
-    let on_event = move |event: TrainEvent| {
-        if let Some(live) = drawn.borrow().as_ref() {
-            live.on_event()(event);
+    let on_progress = move |followed: Followed| match followed {
+        Followed::Run { config, device } => on_run(config, device),
+        Followed::Event(event) => {
+            if let Some(live) = drawn.borrow().as_ref() {
+                live.on_event()(event);
+            }
         }
     };
-    let ended = native.follow(on_run, on_event).await;
+    let ended = native.ask_reporting(Follow {}, on_progress).await;
     let Some(run) = live.borrow_mut().take() else {
         return ended.map(|_| ());
     };

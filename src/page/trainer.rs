@@ -17,23 +17,20 @@ use web_sys::{
 };
 
 use super::PageError;
-use crate::config::{ModelKind, TrainConfig};
-use crate::device::BackendChoice;
 use crate::platform::js_error;
-use crate::session::protocol::{BadMessage, Envelope, GalleryDigit, Reply, Request, RunFiles};
-use crate::train::{CLASSES, EpochReport, Outcome, TrainEvent};
+use crate::session::envelope::{BadMessage, Envelope};
+use crate::session::failure;
+use crate::session::protocol::{Ask, Notice, Reply, Request};
 
 /// web/worker.js, which trunk copies beside the page.
 const WORKER_SCRIPT: &str = "worker.js";
 
-type Answer = (Reply, Vec<Vec<u8>>);
+/// What reads a request's replies, each as the type the request names; true once it has read
+/// the answer.
+type Reader = Box<dyn FnMut(Envelope) -> bool>;
 
-struct Pending {
-    answer: oneshot::Sender<Answer>,
-    on_progress: Option<Box<dyn FnMut(Reply)>>,
-}
-
-type PendingMap = Rc<RefCell<HashMap<u32, Pending>>>;
+/// Each request waiting for its answer, by id.
+type PendingMap = Rc<RefCell<HashMap<u32, Reader>>>;
 
 /// What carries the requests.
 enum Transport {
@@ -42,7 +39,7 @@ enum Transport {
 }
 
 impl Transport {
-    fn send(&self, envelope: &Envelope<Request>) -> Result<(), String> {
+    fn send(&self, envelope: &Envelope) -> Result<(), String> {
         match self {
             Transport::Worker(worker) => {
                 let (value, transfer) = envelope.to_js()?;
@@ -65,13 +62,6 @@ impl Transport {
             }
         }
     }
-}
-
-/// How a run ended, its model's `.safetensors` bytes, and where the engine wrote its files.
-pub struct RunEnd {
-    pub outcome: Outcome,
-    pub weights: Vec<u8>,
-    pub files: Option<RunFiles>,
 }
 
 pub struct Trainer {
@@ -98,16 +88,16 @@ impl Link {
         let _ = self.resolve.call0(&JsValue::NULL);
     }
 
-    fn receive(&self, envelope: Result<Envelope<Reply>, BadMessage>) {
+    fn receive(&self, envelope: Result<Envelope, BadMessage>) {
         match envelope {
-            Ok(Envelope {
-                message: Reply::Ready,
-                ..
-            }) => self.ready(),
-            Ok(Envelope {
-                message: Reply::Crashed(why),
-                ..
-            }) => (self.crashed)(&why),
+            Ok(envelope) if envelope.id == 0 => match envelope.open::<Notice>() {
+                Ok(Notice::Ready) => self.ready(),
+                Ok(Notice::Crashed { why }) => (self.crashed)(&why),
+                Ok(Notice::Failed { why }) => {
+                    web_sys::console::error_1(&format!("the engine said: {why}").into())
+                }
+                Err(why) => web_sys::console::error_1(&format!("the engine sent {why}").into()),
+            },
             Ok(envelope) => deliver(&self.pending, envelope),
             // The engine is alive and said something unreadable: that request fails, the
             // others go on.
@@ -116,11 +106,7 @@ impl Link {
                 reason,
             }) => deliver(
                 &self.pending,
-                Envelope {
-                    id,
-                    message: Reply::Failed(format!("the engine's reply was {reason}")),
-                    payloads: Vec::new(),
-                },
+                failure(id, format!("the engine's reply was {reason}")),
             ),
             Err(BadMessage { id: None, reason }) => {
                 web_sys::console::error_1(&format!("the engine sent {reason}").into())
@@ -138,7 +124,7 @@ impl Trainer {
             .map_err(|e| PageError::WorkerGone(js_error(e)))?;
         let (trainer, link) = Self::new(Transport::Worker(worker.clone()), on_crash);
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            link.receive(Envelope::<Reply>::from_js(&event.data()));
+            link.receive(Envelope::from_js(&event.data()));
         });
         worker.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         on_message.forget();
@@ -167,7 +153,7 @@ impl Trainer {
         on_open.forget();
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             let bytes = js_sys::Uint8Array::new(&event.data()).to_vec();
-            link.receive(Envelope::<Reply>::from_bytes(&bytes));
+            link.receive(Envelope::from_bytes(&bytes));
         });
         socket.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
         on_message.forget();
@@ -228,12 +214,17 @@ impl Trainer {
         (trainer, link)
     }
 
-    async fn ask_with(
+    /// Asks `request`; its answer.
+    pub async fn ask<R: Ask>(&self, request: R) -> Result<R::Answer, PageError> {
+        self.ask_reporting(request, |_| {}).await
+    }
+
+    /// Asks `request`, its progress to `on_progress` as it comes; its answer.
+    pub async fn ask_reporting<R: Ask>(
         &self,
-        request: Request,
-        payloads: Vec<Vec<u8>>,
-        on_progress: Option<Box<dyn FnMut(Reply)>>,
-    ) -> Result<Answer, PageError> {
+        request: R,
+        mut on_progress: impl FnMut(R::Progress) + 'static,
+    ) -> Result<R::Answer, PageError> {
         JsFuture::from(self.ready.clone())
             .await
             .map_err(|why| PageError::WorkerGone(js_error(why)))?;
@@ -242,243 +233,47 @@ impl Trainer {
         }
         let id = self.next_id.get();
         self.next_id.set(id + 1);
+        let request: Request = request.into();
+        let envelope = Envelope::seal(id, request).map_err(PageError::Worker)?;
         let (answer, answered) = oneshot::channel();
-        let envelope = Envelope {
-            id,
-            message: request,
-            payloads,
-        };
-        self.pending.borrow_mut().insert(
-            id,
-            Pending {
-                answer,
-                on_progress,
-            },
-        );
+        let mut answer = Some(answer);
+        let reader: Reader = Box::new(move |reply: Envelope| {
+            let answered = match reply.open::<Reply<R::Progress, R::Answer>>() {
+                Ok(Reply::Progress(progress)) => {
+                    on_progress(progress);
+                    return false;
+                }
+                Ok(Reply::Answer(answer)) => Ok(answer),
+                Ok(Reply::Failed { why }) => Err(PageError::Worker(why)),
+                Err(why) => Err(PageError::Worker(format!("the engine's reply was {why}"))),
+            };
+            if let Some(answer) = answer.take() {
+                let _ = answer.send(answered);
+            }
+            true
+        });
+        self.pending.borrow_mut().insert(id, reader);
         if let Err(error) = self.transport.send(&envelope) {
             self.pending.borrow_mut().remove(&id);
             return Err(PageError::WorkerGone(error));
         }
-        match answered.await {
-            Ok((Reply::Failed(message), _)) => Err(PageError::Worker(message)),
-            Ok(answer) => Ok(answer),
-            Err(_) => Err(PageError::WorkerGone(
-                self.gone
-                    .borrow()
-                    .clone()
-                    .unwrap_or_else(|| "it stopped".into()),
-            )),
-        }
-    }
-
-    async fn ask(&self, request: Request) -> Result<Answer, PageError> {
-        self.ask_with(request, Vec::new(), None).await
-    }
-
-    /// Selects the device; what trains and, when it is the CPU against the choice, why.
-    pub async fn device(
-        &self,
-        choice: BackendChoice,
-    ) -> Result<(String, Option<String>), PageError> {
-        match self.ask(Request::Device(choice)).await? {
-            (
-                Reply::Device {
-                    description,
-                    fallback,
-                },
-                _,
-            ) => Ok((description, fallback)),
-            (other, _) => Err(unexpected(other)),
-        }
-    }
-
-    /// Downloads MNIST, reporting the fraction done and the file; the train and test sizes.
-    pub async fn download(
-        &self,
-        mut on_progress: impl FnMut(f64, &str) + 'static,
-    ) -> Result<(usize, usize), PageError> {
-        let progress = Box::new(move |reply: Reply| {
-            if let Reply::DataProgress { fraction, file } = reply {
-                on_progress(fraction, &file);
-            }
-        });
-        data_sizes(
-            self.ask_with(Request::Download, Vec::new(), Some(progress))
-                .await?,
-        )
-    }
-
-    /// Uses the user's four IDX files, each named and read; the train and test sizes.
-    pub async fn use_files(
-        &self,
-        files: Vec<(String, Vec<u8>)>,
-    ) -> Result<(usize, usize), PageError> {
-        let (names, payloads) = files.into_iter().unzip();
-        data_sizes(
-            self.ask_with(Request::UseFiles { names }, payloads, None)
-                .await?,
-        )
-    }
-
-    /// A run, its events as they come; how it ended.
-    pub async fn train(
-        &self,
-        config: TrainConfig,
-        backend: BackendChoice,
-        from_model: bool,
-        mut on_event: impl FnMut(TrainEvent) + 'static,
-    ) -> Result<RunEnd, PageError> {
-        let request = Request::Train {
-            config,
-            backend,
-            from_model,
-        };
-        let events = Box::new(move |reply: Reply| {
-            if let Reply::Event(event) = reply {
-                on_event(event);
-            }
-        });
-        run_end(self.ask_with(request, Vec::new(), Some(events)).await?)
-    }
-
-    /// The engine's run going, if one is: `on_run` hears its settings and what trains it, then
-    /// `on_event` its events so far and to come; how it ended.
-    pub async fn follow(
-        &self,
-        mut on_run: impl FnMut(TrainConfig, String) + 'static,
-        mut on_event: impl FnMut(TrainEvent) + 'static,
-    ) -> Result<Option<RunEnd>, PageError> {
-        let progress = Box::new(move |reply: Reply| match reply {
-            Reply::Run { config, device } => on_run(config, device),
-            Reply::Event(event) => on_event(event),
-            _ => {}
-        });
-        match self
-            .ask_with(Request::Follow, Vec::new(), Some(progress))
-            .await?
-        {
-            (Reply::NoRun, _) => Ok(None),
-            answer => run_end(answer).map(Some),
-        }
-    }
-
-    /// Builds the GPU kernels of a run of `config` on `choice`'s device; how long it took, or
-    /// none when there was nothing to build.
-    pub async fn warm_up(
-        &self,
-        config: TrainConfig,
-        backend: BackendChoice,
-    ) -> Result<Option<f64>, PageError> {
-        match self.ask(Request::WarmUp { config, backend }).await? {
-            (Reply::WarmedUp { ms }, _) => Ok(ms),
-            (other, _) => Err(unexpected(other)),
-        }
-    }
-
-    /// Pause, resume, stop or a new learning rate for the run in progress.
-    pub async fn control(&self, request: Request) -> Result<(), PageError> {
-        done(self.ask(request).await?)
-    }
-
-    /// Makes a `.safetensors` file the worker's current model.
-    pub async fn load_model(&self, kind: ModelKind, weights: Vec<u8>) -> Result<(), PageError> {
-        done(
-            self.ask_with(Request::LoadModel(kind), vec![weights], None)
-                .await?,
-        )
-    }
-
-    pub async fn evaluate(&self, len: usize) -> Result<EpochReport, PageError> {
-        match self.ask(Request::Evaluate { len }).await? {
-            (Reply::Evaluated(report), _) => Ok(report),
-            (other, _) => Err(unexpected(other)),
-        }
-    }
-
-    /// Test digits with the current model's guesses, each with its pixels.
-    pub async fn gallery(&self) -> Result<Vec<(GalleryDigit, Vec<u8>)>, PageError> {
-        self.digits(Request::Gallery).await
-    }
-
-    /// Up to 48 of the first `len` test digits that are `truth` and taken for `guess`.
-    pub async fn confused(
-        &self,
-        truth: u8,
-        guess: usize,
-        len: usize,
-    ) -> Result<Vec<(GalleryDigit, Vec<u8>)>, PageError> {
-        self.digits(Request::Confused { truth, guess, len }).await
-    }
-
-    async fn digits(&self, request: Request) -> Result<Vec<(GalleryDigit, Vec<u8>)>, PageError> {
-        match self.ask(request).await? {
-            (Reply::Gallery(digits), pixels) if digits.len() == pixels.len() => {
-                Ok(digits.into_iter().zip(pixels).collect())
-            }
-            (other, _) => Err(unexpected(other)),
-        }
-    }
-
-    /// Each digit's probability for one 28x28 digit.
-    pub async fn predict(&self, pixels: Vec<u8>) -> Result<[f32; CLASSES], PageError> {
-        match self.ask_with(Request::Predict, vec![pixels], None).await? {
-            (Reply::Probabilities(probabilities), _) => Ok(probabilities),
-            (other, _) => Err(unexpected(other)),
-        }
+        answered.await.unwrap_or_else(|_| {
+            let gone = self.gone.borrow().clone();
+            Err(PageError::WorkerGone(
+                gone.unwrap_or_else(|| "it stopped".into()),
+            ))
+        })
     }
 }
 
-/// A reply to its request: progress goes to the asker's callback, the answer ends the wait.
-fn deliver(pending: &PendingMap, envelope: Envelope<Reply>) {
-    let Envelope {
-        id,
-        message,
-        payloads,
-    } = envelope;
-    if !message.is_progress() {
-        if let Some(waiting) = pending.borrow_mut().remove(&id) {
-            let _ = waiting.answer.send((message, payloads));
-        }
+/// A reply to its request, read as the type the request names.
+fn deliver(pending: &PendingMap, envelope: Envelope) {
+    // Out of the map while it reads: progress may ask the engine something itself.
+    let Some(mut reader) = pending.borrow_mut().remove(&envelope.id) else {
         return;
-    }
-    // Out of the map while it runs: the callback may ask the worker something itself.
-    let callback = pending
-        .borrow_mut()
-        .get_mut(&id)
-        .and_then(|waiting| waiting.on_progress.take());
-    if let Some(mut callback) = callback {
-        callback(message);
-        if let Some(waiting) = pending.borrow_mut().get_mut(&id) {
-            waiting.on_progress = Some(callback);
-        }
-    }
-}
-
-fn unexpected(reply: Reply) -> PageError {
-    PageError::WorkerGone(format!("it answered {reply:?}"))
-}
-
-fn run_end(answer: Answer) -> Result<RunEnd, PageError> {
-    match answer {
-        (Reply::Trained { outcome, files }, payloads) if payloads.len() == 1 => Ok(RunEnd {
-            outcome,
-            weights: payloads.into_iter().next().unwrap_or_default(),
-            files,
-        }),
-        (other, _) => Err(unexpected(other)),
-    }
-}
-
-fn done(answer: Answer) -> Result<(), PageError> {
-    match answer {
-        (Reply::Done, _) => Ok(()),
-        (other, _) => Err(unexpected(other)),
-    }
-}
-
-fn data_sizes(answer: Answer) -> Result<(usize, usize), PageError> {
-    match answer {
-        (Reply::Data { train, test }, _) => Ok((train, test)),
-        (other, _) => Err(unexpected(other)),
+    };
+    let id = envelope.id;
+    if !reader(envelope) {
+        pending.borrow_mut().insert(id, reader);
     }
 }

@@ -5,8 +5,8 @@ use std::rc::Rc;
 
 use burn::prelude::Device;
 
-use super::protocol::{GalleryDigit, Reply};
-use super::{Answer, Host, Model, Session, SessionError};
+use super::protocol::{Confused, GalleryDigit};
+use super::{Host, Model, Session, SessionError};
 use crate::data::{Mnist, MnistBatcher};
 use crate::predict::{predicted, probabilities};
 use crate::train::CLASSES;
@@ -57,57 +57,47 @@ impl<H: Host> Session<H> {
     }
 
     /// The current model's guesses on the first test digits and on some of its mistakes among the
-    /// next; each digit's pixels are a payload.
-    pub(super) async fn gallery(&self) -> Result<Answer, SessionError> {
+    /// next.
+    pub(super) async fn gallery(&self) -> Result<Vec<GalleryDigit>, SessionError> {
         let (_, data, guesses) = self.guesses(GALLERY_SEARCH).await?;
         let count = guesses.len().min(GALLERY_SEARCH);
-        let wrong = |index: &usize| {
-            let digit = gallery_digit(&data, &guesses, *index);
-            digit.guess != usize::from(digit.truth)
-        };
+        let wrong = |&i: &usize| predicted(&guesses[i]) != usize::from(data.test.label(i));
         let shown: Vec<usize> = (0..count.min(GALLERY_FIRST))
             .chain((GALLERY_FIRST..count).filter(wrong).take(GALLERY_MISTAKES))
             .collect();
-        gallery_answer(&data, &guesses, shown)
+        Ok(shown_digits(&data, &guesses, shown))
     }
 
     /// Up to `CONFUSED_SHOWN` of the first `len` test digits that are `truth` and taken for `guess`.
     pub(super) async fn confused(
         &self,
-        truth: u8,
-        guess: usize,
-        len: usize,
-    ) -> Result<Answer, SessionError> {
+        request: Confused,
+    ) -> Result<Vec<GalleryDigit>, SessionError> {
+        let Confused { truth, guess, len } = request;
         let (_, data, guesses) = self.guesses(len).await?;
         let len = data.test.len_within(Some(len));
         let shown = (0..len)
             .filter(|&i| data.test.label(i) == truth && predicted(&guesses[i]) == guess)
             .take(CONFUSED_SHOWN)
             .collect();
-        gallery_answer(&data, &guesses, shown)
+        Ok(shown_digits(&data, &guesses, shown))
     }
 }
 
-fn gallery_digit(data: &Mnist, guesses: &[[f32; CLASSES]], index: usize) -> GalleryDigit {
+fn shown_digit(data: &Mnist, guesses: &[[f32; CLASSES]], index: usize) -> GalleryDigit {
     let guess = predicted(&guesses[index]);
     GalleryDigit {
         index,
         truth: data.test.label(index),
         guess,
         probability: guesses[index][guess],
+        pixels: data.test.image(index).to_vec().into(),
     }
 }
 
-/// The digits, with each one's pixels as a payload.
-fn gallery_answer(
-    data: &Mnist,
-    guesses: &[[f32; CLASSES]],
-    shown: Vec<usize>,
-) -> Result<Answer, SessionError> {
-    let payloads = shown.iter().map(|&i| data.test.image(i).to_vec()).collect();
-    let digits = shown
+fn shown_digits(data: &Mnist, guesses: &[[f32; CLASSES]], shown: Vec<usize>) -> Vec<GalleryDigit> {
+    shown
         .into_iter()
-        .map(|index| gallery_digit(data, guesses, index))
-        .collect();
-    Ok((Reply::Gallery(digits), payloads))
+        .map(|index| shown_digit(data, guesses, index))
+        .collect()
 }

@@ -7,6 +7,7 @@ use web_sys::{ReadableStreamDefaultReader, Response, WorkerGlobalScope};
 
 use crate::data::{MAX_IDX_BYTES, Mnist, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS};
 use crate::platform::js_error;
+use crate::session::protocol::NamedFile;
 use crate::session::{SessionError, mnist_from_files};
 
 /// MNIST's four files in the order they are fetched and given.
@@ -85,7 +86,10 @@ pub async fn download(on_progress: &dyn Fn(f64, &str)) -> Result<Mnist, SessionE
         report(0.0);
         // Relative to the worker's script, which lies beside the page.
         let bytes = fetch_bytes(name, &format!("./{name}.gz"), &report).await?;
-        files.push((name.to_string(), bytes));
+        files.push(NamedFile {
+            name: name.to_string(),
+            bytes: bytes.into(),
+        });
     }
     on_progress(1.0, "parsing");
     mnist_from_files(files)

@@ -14,8 +14,9 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::config::TrainConfig;
 use crate::data::Mnist;
-use crate::session::protocol::{BadMessage, Envelope, Reply, Request};
-use crate::session::{Host, RunRecord, Session, SessionError};
+use crate::session::envelope::{BadMessage, Envelope};
+use crate::session::protocol::Notice;
+use crate::session::{Host, RunRecord, Session, SessionError, failure, notice};
 
 /// The browser's engine: MNIST from beside the page; a run's record is the page's to keep.
 struct Browser;
@@ -34,13 +35,8 @@ impl Host for Browser {
     }
 }
 
-fn post(id: u32, message: Reply, payloads: Vec<Vec<u8>>) {
+fn post(envelope: Envelope) {
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
-    let envelope = Envelope {
-        id,
-        message,
-        payloads,
-    };
     let posted = envelope.to_js().and_then(|(value, transfer)| {
         scope
             .post_message_with_transfer(&value, &transfer)
@@ -55,35 +51,27 @@ fn post(id: u32, message: Reply, payloads: Vec<Vec<u8>>) {
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
         web_sys::console::error_1(&info.to_string().into());
-        post(0, Reply::Crashed(info.to_string()), Vec::new());
+        post(notice(&Notice::Crashed {
+            why: info.to_string(),
+        }));
     }));
     let session = Session::new(Browser);
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-        let request = match Envelope::<Request>::from_js(&event.data()) {
+        let request = match Envelope::from_js(&event.data()) {
             Ok(request) => request,
             // Answered, so that whoever asked does not wait for ever.
-            Err(BadMessage {
-                id: Some(id),
-                reason,
-            }) => {
+            Err(BadMessage { id, reason }) => {
                 let why = format!("the worker could not read the request: {reason}");
-                return post(id, Reply::Failed(why), Vec::new());
-            }
-            Err(BadMessage { id: None, reason }) => {
-                web_sys::console::error_1(&format!("the worker got {reason}").into());
-                return;
+                return post(failure(id.unwrap_or(0), why));
             }
         };
         let session = session.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            let id = request.id;
-            let progress = Rc::new(move |reply, payloads| post(id, reply, payloads));
-            let (reply, payloads) = session.answer(request, progress).await;
-            post(id, reply, payloads);
+            session.answer(request, Rc::new(post)).await;
         });
     });
     let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
-    post(0, Reply::Ready, Vec::new());
+    post(notice(&Notice::Ready));
 }

@@ -3,16 +3,13 @@
 //! not copied.
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::session::protocol::{BadMessage, Envelope};
+use crate::session::envelope::{BadMessage, Envelope};
 
-impl<T: Serialize> Envelope<T> {
+impl Envelope {
     /// The message to post and the buffers to transfer with it.
     pub fn to_js(&self) -> Result<(JsValue, Array), String> {
-        let json = serde_json::to_string(&self.message).map_err(|e| e.to_string())?;
         let payloads = Array::new();
         let transfer = Array::new();
         for bytes in &self.payloads {
@@ -23,16 +20,14 @@ impl<T: Serialize> Envelope<T> {
         let object = Object::new();
         for (key, value) in [
             ("id", JsValue::from(self.id)),
-            ("message", json.into()),
+            ("message", JsValue::from(&self.json)),
             ("payloads", payloads.into()),
         ] {
             Reflect::set(&object, &key.into(), &value).map_err(|_| "cannot build a message")?;
         }
         Ok((object.into(), transfer))
     }
-}
 
-impl<T: DeserializeOwned> Envelope<T> {
     pub fn from_js(value: &JsValue) -> Result<Self, BadMessage> {
         let field = |key: &str| Reflect::get(value, &key.into()).unwrap_or(JsValue::UNDEFINED);
         let id = field("id").as_f64().map(|id| id as u32);
@@ -44,8 +39,6 @@ impl<T: DeserializeOwned> Envelope<T> {
         let json = field("message")
             .as_string()
             .ok_or_else(|| bad("a message without a body"))?;
-        let message =
-            serde_json::from_str(&json).map_err(|e| bad(&format!("a bad message: {e}")))?;
         let payloads = field("payloads")
             .dyn_into::<Array>()
             .map_err(|_| bad("a message without payloads"))?
@@ -53,10 +46,6 @@ impl<T: DeserializeOwned> Envelope<T> {
             .map(|array| array.dyn_into::<Uint8Array>().map(|a| a.to_vec()))
             .collect::<Result<_, _>>()
             .map_err(|_| bad("a payload that is not bytes"))?;
-        Ok(Self {
-            id,
-            message,
-            payloads,
-        })
+        Ok(Self { id, json, payloads })
     }
 }

@@ -528,7 +528,7 @@ test('one run at a time: a double click starts one run, and the worker refuses a
     self.postMessage = (m, t) => { if (m.id === id) resolve(m.message); return post(m, t); };
     self.onmessage({ data: { id, message: train.message, payloads: [] } });
   }));
-  assert.match(reply, /"Failed":"a run is already going/);
+  assert.match(reply, /"Failed":\{"why":"a run is already going/);
   await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
   const trains = await worker.evaluate(() => self.asked.filter((m) => m.id !== 4_000_000 && m.message.startsWith('{"Train"')).length);
   assert.equal(trains, 1, 'the page asked for one run');
@@ -626,7 +626,7 @@ test('an evaluation answered after Start does not overwrite the run\'s figures',
   await worker.evaluate(() => {
     const post = self.postMessage.bind(self);
     self.postMessage = (message, transfer) => {
-      if (typeof message?.message === 'string' && message.message.startsWith('{"Evaluated"')) {
+      if (typeof message?.message === 'string' && message.message.startsWith('{"Answer":{"epoch"')) {
         setTimeout(() => post(message, transfer), 2000);
       } else {
         post(message, transfer);

@@ -15,7 +15,8 @@ use webtrain::config::TrainConfig;
 use webtrain::data::Mnist;
 use webtrain::metrics::RunMetrics;
 use webtrain::model::Net;
-use webtrain::session::protocol::{Envelope, Reply, Request, RunFiles};
+use webtrain::session::envelope::Envelope;
+use webtrain::session::protocol::{Ask, Reply, Request, RunFiles};
 use webtrain::session::{Host, RunRecord, Session, SessionError};
 use webtrain::train::TrainEvent;
 
@@ -24,8 +25,8 @@ use crate::cli::run_folder::{CheckpointWrites, RunFolder, save_results};
 
 /// A request, and where its replies go: each one's bytes, as the WebSocket carries them.
 pub struct Job {
-    pub request: Envelope<Request>,
-    pub replies: mpsc::UnboundedSender<Envelope<Reply>>,
+    pub request: Envelope,
+    pub replies: mpsc::UnboundedSender<Envelope>,
 }
 
 /// The engine's door: clones go to each connection.
@@ -73,18 +74,18 @@ impl Engine {
         sent
     }
 
-    /// Asks `request` and waits for its last reply, on a thread that is not the server's.
-    pub fn ask_and_wait(&self, request: Request) -> Option<Reply> {
+    /// Asks `request` and waits for its answer, on a thread that is not the server's; none when
+    /// the engine is gone or could not say it.
+    pub fn ask_and_wait<R: Ask>(&self, request: R) -> Option<R::Answer> {
         let (replies, mut answers) = mpsc::unbounded_channel();
-        let request = Envelope {
-            id: 1,
-            message: request,
-            payloads: Vec::new(),
-        };
+        let request: Request = request.into();
+        let request = Envelope::seal(1, request).ok()?;
         self.ask(Job { request, replies });
         while let Some(reply) = answers.blocking_recv() {
-            if !reply.message.is_progress() {
-                return Some(reply.message);
+            match reply.open::<Reply<R::Progress, R::Answer>>() {
+                Ok(Reply::Progress(_)) => continue,
+                Ok(Reply::Answer(answer)) => return Some(answer),
+                Ok(Reply::Failed { .. }) | Err(_) => return None,
             }
         }
         None
@@ -123,24 +124,11 @@ fn run(session: Rc<Session<Native>>, queue: mpsc_std::Receiver<Job>) {
 
 async fn answer(session: Rc<Session<Native>>, job: Job) {
     let Job { request, replies } = job;
-    let id = request.id;
-    let progress = {
-        let replies = replies.clone();
-        Rc::new(move |message, payloads| {
-            let _ = replies.send(Envelope {
-                id,
-                message,
-                payloads,
-            });
-        })
-    };
-    let (message, payloads) = session.answer(request, progress).await;
     // A page that has gone hears nothing; the run it started goes on.
-    let _ = replies.send(Envelope {
-        id,
-        message,
-        payloads,
+    let outbox = Rc::new(move |reply| {
+        let _ = replies.send(reply);
     });
+    session.answer(request, outbox).await;
 }
 
 /// MNIST from a folder; each run's files in a folder of its own under `out`.

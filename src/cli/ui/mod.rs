@@ -18,7 +18,8 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_http::services::ServeDir;
-use webtrain::session::protocol::{MAX_MESSAGE_BYTES, Request as EngineRequest};
+use webtrain::session::envelope::MAX_MESSAGE_BYTES;
+use webtrain::session::protocol::{Control, Follow};
 
 use super::CliError;
 use engine::Engine;
@@ -197,9 +198,9 @@ fn stop_on_interrupt(engine: Engine) -> Result<(), CliError> {
             std::process::exit(super::INTERRUPTED_EXIT);
         }
         warn("stopping the run going, if any, and writing its files (again to quit now)");
-        engine.ask_and_wait(EngineRequest::Stop);
+        engine.ask_and_wait(Control::Stop);
         // Answered when the run has ended and its files are written, or at once without one.
-        engine.ask_and_wait(EngineRequest::Follow);
+        engine.ask_and_wait(Follow {});
         std::process::exit(super::INTERRUPTED_EXIT);
     })
     .map_err(|e| CliError::Signal(e.to_string()))

@@ -5,7 +5,8 @@
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use axum::http::{HeaderMap, StatusCode, header};
 use tokio::sync::mpsc;
-use webtrain::session::protocol::{BadMessage, Envelope, MAX_MESSAGE_BYTES, Reply, Request};
+use webtrain::session::envelope::{BadMessage, Envelope, MAX_MESSAGE_BYTES};
+use webtrain::session::failure;
 
 use super::engine::{Engine, Job};
 
@@ -34,17 +35,9 @@ pub fn refusal(
     }
 }
 
-fn failed(id: u32, why: String) -> Envelope<Reply> {
-    Envelope {
-        id,
-        message: Reply::Failed(why),
-        payloads: Vec::new(),
-    }
-}
-
 /// Serves one page until it goes; what it started goes on in the engine.
 pub async fn serve(mut socket: WebSocket, engine: Engine) {
-    let (replies, mut outgoing) = mpsc::unbounded_channel::<Envelope<Reply>>();
+    let (replies, mut outgoing) = mpsc::unbounded_channel::<Envelope>();
     loop {
         tokio::select! {
             received = socket.recv() => {
@@ -62,7 +55,7 @@ pub async fn serve(mut socket: WebSocket, engine: Engine) {
                     None => return,
                 };
                 let request = match message {
-                    Message::Binary(bytes) => Envelope::<Request>::from_bytes(&bytes),
+                    Message::Binary(bytes) => Envelope::from_bytes(&bytes),
                     Message::Text(_) => Err(BadMessage {
                         id: None,
                         reason: "a text message; the engine reads binary ones".into(),
@@ -74,20 +67,20 @@ pub async fn serve(mut socket: WebSocket, engine: Engine) {
                     Ok(request) => {
                         let job = Job { request, replies: replies.clone() };
                         if !engine.ask(job) {
-                            let _ = replies.send(failed(0, "the engine has stopped".into()));
+                            let _ = replies.send(failure(0, "the engine has stopped".into()));
                         }
                     }
                     // Id 0 when the message had none: the page hears it as unasked.
                     Err(BadMessage { id, reason }) => {
                         let why = format!("the engine could not read the request: {reason}");
-                        let _ = replies.send(failed(id.unwrap_or(0), why));
+                        let _ = replies.send(failure(id.unwrap_or(0), why));
                     }
                 }
             }
             Some(reply) = outgoing.recv() => {
                 let bytes = match reply.to_bytes() {
                     Ok(bytes) => bytes,
-                    Err(why) => match failed(reply.id, why).to_bytes() {
+                    Err(why) => match failure(reply.id, why).to_bytes() {
                         Ok(bytes) => bytes,
                         Err(_) => continue,
                     },

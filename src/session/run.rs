@@ -1,0 +1,272 @@
+//! The session's run, and who follows it; the warm-up that builds a run's kernels ahead of it.
+
+use std::rc::Rc;
+
+use futures_channel::oneshot;
+use web_time::Instant;
+
+use super::protocol::{Followed, Payload, RunEnded, Train, WarmUp as WarmUpRequest, WarmedUp};
+use super::{Host, Model, RunRecord, Session, SessionError};
+use crate::config::{ModelKind, TrainConfig};
+use crate::device::{BackendChoice, BackendKind, TrainDevice, select_device};
+use crate::model::Net;
+use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, Trained, train, train_from};
+use crate::warm_up::warm_up;
+use crate::weights::{to_cpu, to_safetensors};
+
+/// The run going: its control, and who follows it.
+pub(super) struct Run {
+    pub(super) control: TrainControl,
+    config: TrainConfig,
+    device: String,
+    /// Its events so far, for a follower who joins late.
+    history: Vec<TrainEvent>,
+    followers: Vec<Follower>,
+}
+
+/// Who hears a run's events: the request that started it, and each that follows it.
+struct Follower {
+    events: Rc<dyn Fn(TrainEvent)>,
+    /// Where a follower's end goes; none for the request that started the run, which gets its
+    /// end as its own answer.
+    end: Option<oneshot::Sender<Result<RunEnded, String>>>,
+}
+
+impl Follower {
+    fn gone(&self) -> bool {
+        self.end.as_ref().is_some_and(oneshot::Sender::is_canceled)
+    }
+}
+
+/// The warm-up going.
+pub(super) struct WarmUp {
+    /// The request it answers.
+    id: u32,
+    control: TrainControl,
+    /// Ends (its sender is dropped) when the warm-up has stopped.
+    stopped: oneshot::Receiver<()>,
+}
+
+impl WarmUp {
+    async fn stop(self) {
+        self.control.stop();
+        let _ = self.stopped.await;
+    }
+}
+
+impl<H: Host> Session<H> {
+    fn busy(&self) -> bool {
+        let state = self.state.borrow();
+        state.run.is_some() || state.starting.is_some()
+    }
+
+    /// The net a run trains on from: the current model's, when asked for and of `kind`.
+    fn start_from(&self, kind: ModelKind, from_model: bool) -> Result<Option<Net>, SessionError> {
+        if !from_model {
+            return Ok(None);
+        }
+        let model = self.model()?;
+        match model.kind == kind {
+            true => Ok(Some(model.net.clone())),
+            false => Err(SessionError::OtherModel {
+                loaded: model.kind,
+                chosen: kind,
+            }),
+        }
+    }
+
+    /// One run; its events go to whoever follows it as they come, its model stays here as the
+    /// current one and goes to them as a `.safetensors` file.
+    pub(super) async fn run(
+        self: &Rc<Self>,
+        request: Train,
+        events: Rc<dyn Fn(TrainEvent)>,
+    ) -> Result<RunEnded, SessionError> {
+        let Train {
+            config,
+            backend,
+            from_model,
+        } = request;
+        if self.busy() {
+            return Err(SessionError::Busy);
+        }
+        let data = self.data()?;
+        let start = self.start_from(config.model, from_model)?;
+        // Taken before the first await: a second request finds the engine busy.
+        let control = TrainControl::default();
+        self.state.borrow_mut().starting = Some(control.clone());
+        let prepared = self.prepare_run(&config, backend).await;
+        self.state.borrow_mut().starting = None;
+        let (device, mut record) = prepared?;
+        self.state.borrow_mut().run = Some(Run {
+            control: control.clone(),
+            config: config.clone(),
+            device: device.to_string(),
+            history: Vec::new(),
+            followers: vec![Follower { events, end: None }],
+        });
+        let on_event = |event: TrainEvent| {
+            if let Some(record) = record.as_mut() {
+                record.event(&event);
+            }
+            if !matches!(event, TrainEvent::Checkpoint(_)) {
+                self.tell_followers(event);
+            }
+        };
+        let trained = match start {
+            Some(net) => train_from(net, &config, &data, &device.device, &control, on_event).await,
+            None => train(&config, &data, &device.device, &control, on_event).await,
+        };
+        let ended = self.end_run(&config, trained, record).await;
+        let followers = self.state.borrow_mut().run.take().map(|run| run.followers);
+        for end in followers.into_iter().flatten().filter_map(|f| f.end) {
+            let _ = end.send(ended.as_ref().map_err(ToString::to_string).cloned());
+        }
+        ended
+    }
+
+    /// The run's device, with the kernels a warm-up built, and its record.
+    async fn prepare_run(
+        &self,
+        config: &TrainConfig,
+        backend: BackendChoice,
+    ) -> Result<(TrainDevice, Option<Box<dyn RunRecord>>), SessionError> {
+        // A warm-up going shares the device: the run starts with what it has built.
+        self.stop_warm_up().await;
+        let device = select_device(backend).await?;
+        device.check_batch(config.model, config.batch_size)?;
+        let record = self.host.record(config, &device.to_string())?;
+        Ok((device, record))
+    }
+
+    /// The run's model made the current one, its record finished: how it ended.
+    async fn end_run(
+        &self,
+        config: &TrainConfig,
+        trained: Result<Trained, TrainError>,
+        record: Option<Box<dyn RunRecord>>,
+    ) -> Result<RunEnded, SessionError> {
+        let net = match &trained {
+            Ok(trained) => Some(to_cpu(&trained.model, config.model).await?),
+            Err(_) => None,
+        };
+        let files = record.map(|record| record.finish(net.as_ref()));
+        let trained = trained?;
+        let Some(net) = net else {
+            unreachable!("a trained run has its model")
+        };
+        let weights = Payload::from(to_safetensors(&net)?);
+        self.state.borrow_mut().model = Some(Rc::new(Model {
+            net,
+            kind: config.model,
+        }));
+        Ok(RunEnded {
+            outcome: trained.outcome,
+            weights,
+            files,
+        })
+    }
+
+    fn tell_followers(&self, event: TrainEvent) {
+        let followers: Vec<Rc<dyn Fn(TrainEvent)>> = {
+            let mut state = self.state.borrow_mut();
+            let Some(run) = state.run.as_mut() else {
+                return;
+            };
+            run.followers.retain(|follower| !follower.gone());
+            run.history.push(event.clone());
+            run.followers.iter().map(|f| f.events.clone()).collect()
+        };
+        for events in followers {
+            events(event.clone());
+        }
+    }
+
+    /// Joins the run going: its settings, its events so far and to come, and its end.
+    pub(super) async fn follow(
+        &self,
+        progress: Rc<dyn Fn(Followed)>,
+    ) -> Result<Option<RunEnded>, SessionError> {
+        let (end, ended) = oneshot::channel();
+        let (said, history) = {
+            let mut state = self.state.borrow_mut();
+            let Some(run) = state.run.as_mut() else {
+                return Ok(None);
+            };
+            let events = progress.clone();
+            run.followers.push(Follower {
+                events: Rc::new(move |event| events(Followed::Event(event))),
+                end: Some(end),
+            });
+            let said = Followed::Run {
+                config: run.config.clone(),
+                device: run.device.clone(),
+            };
+            (said, run.history.clone())
+        };
+        progress(said);
+        for event in history {
+            progress(Followed::Event(event));
+        }
+        match ended.await {
+            Ok(ended) => ended.map(Some).map_err(SessionError::RunFailed),
+            Err(_) => Err(SessionError::RunFailed("the run was lost".into())),
+        }
+    }
+
+    /// Builds the kernels of a run of `request.config` on the device for `request.backend`, in
+    /// place of those of a warm-up going; how long it took, or none when there was nothing to
+    /// build or it was stopped.
+    pub(super) async fn warm(
+        &self,
+        id: u32,
+        request: WarmUpRequest,
+    ) -> Result<WarmedUp, SessionError> {
+        let WarmUpRequest { config, backend } = request;
+        if self.busy() {
+            return Ok(WarmedUp { ms: None });
+        }
+        let (_warming, stopped) = oneshot::channel::<()>();
+        let control = TrainControl::default();
+        let warming = WarmUp {
+            id,
+            control: control.clone(),
+            stopped,
+        };
+        // Registered before waiting for the one it replaces: a run asked for meanwhile stops
+        // both.
+        let replaced = self.state.borrow_mut().warming.replace(warming);
+        if let Some(replaced) = replaced {
+            replaced.stop().await;
+        }
+        let started = Instant::now();
+        let warmed: Result<Option<f64>, SessionError> = async {
+            let device = select_device(backend).await?;
+            if device.kind == BackendKind::Cpu {
+                return Ok(None);
+            }
+            device.check_batch(config.model, config.batch_size)?;
+            let outcome = warm_up(&config, &device.device, &control).await?;
+            let ms = started.elapsed().as_secs_f64() * 1000.0;
+            Ok((outcome == Outcome::Completed).then_some(ms))
+        }
+        .await;
+        let mut state = self.state.borrow_mut();
+        if state
+            .warming
+            .as_ref()
+            .is_some_and(|warming| warming.id == id)
+        {
+            state.warming = None;
+        }
+        warmed.map(|ms| WarmedUp { ms })
+    }
+
+    /// Stops the warm-up going, if one is, and waits until it has.
+    pub(super) async fn stop_warm_up(&self) {
+        let warming = self.state.borrow_mut().warming.take();
+        if let Some(warming) = warming {
+            warming.stop().await;
+        }
+    }
+}
