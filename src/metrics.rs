@@ -83,7 +83,7 @@ impl RunMetrics {
                 step: *step,
                 lr: *lr,
             }),
-            TrainEvent::Checkpoint(_) => {}
+            TrainEvent::Checkpoint(_) | TrainEvent::Paused { .. } | TrainEvent::Resumed { .. } => {}
             // The steps after the checkpoint are taken again, on the CPU.
             TrainEvent::DeviceLost {
                 reason,

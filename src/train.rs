@@ -144,6 +144,15 @@ pub enum TrainEvent {
     Epoch(EpochReport),
     /// After each epoch's evaluation.
     Memory(MemoryReport),
+    /// The run paused before this step (through [`TrainControl::pause`]): whoever shows the
+    /// run shows it paused, whichever page paused it.
+    Paused {
+        step: usize,
+    },
+    /// It goes on with this step.
+    Resumed {
+        step: usize,
+    },
     /// The learning rate changed (through [`TrainControl::set_lr`]) from this step on.
     LrChanged {
         step: usize,
@@ -388,6 +397,12 @@ async fn run_on(
         let order = epoch_order(epoch_len, config.seed, epoch);
         let first = position.batch;
         for (batch, indices) in order.chunks(config.batch_size).enumerate().skip(first) {
+            let paused = control.is_paused();
+            if paused {
+                on_event(TrainEvent::Paused {
+                    step: position.step + 1,
+                });
+            }
             if !control.proceed().await {
                 meter.end_open();
                 for interval in meter.read(None).await?.1 {
@@ -403,6 +418,11 @@ async fn run_on(
                 return Ok(Trained {
                     model,
                     outcome: Outcome::Stopped,
+                });
+            }
+            if paused {
+                on_event(TrainEvent::Resumed {
+                    step: position.step + 1,
                 });
             }
             if let Some(lr) = control.take_lr() {

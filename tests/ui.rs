@@ -408,6 +408,17 @@ async fn a_run_outlives_its_tab_and_a_new_tab_follows_and_steers_it() {
         event,
         TrainEvent::LrChanged { lr, .. } if *lr == 0.02
     )));
+    // The pause the new tab asked for reaches whoever shows the run, and so does the resume.
+    let paused = events
+        .iter()
+        .position(|event| matches!(event, TrainEvent::Paused { .. }));
+    let resumed = events
+        .iter()
+        .position(|event| matches!(event, TrainEvent::Resumed { .. }));
+    assert!(
+        paused < resumed && paused.is_some(),
+        "{paused:?} {resumed:?}"
+    );
     let ended = followed.answer().expect("the run it followed");
     assert_eq!(ended.outcome, Outcome::Completed);
     assert!(!ended.weights.bytes().is_empty());

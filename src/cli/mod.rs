@@ -376,6 +376,8 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
             }
             TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
             TrainEvent::Interval(_) | TrainEvent::Memory(_) => {}
+            TrainEvent::Paused { step } => print(format!("Paused before step {step}")),
+            TrainEvent::Resumed { step } => print(format!("Resumed at step {step}")),
             TrainEvent::LrChanged { step, lr } => {
                 print(format!("Learning rate {lr} from step {step}"))
             }

@@ -75,7 +75,7 @@ impl Engines {
             Some(token) => {
                 let location = web_sys::window()
                     .map(|w| w.location())
-                    .ok_or_else(|| PageError::WorkerGone("no window".into()))?;
+                    .ok_or_else(|| PageError::Worker("no window".into()))?;
                 let host = location.host().unwrap_or_default();
                 let url = format!("ws://{host}/engine?token={token}");
                 let native = Trainer::connect(&url, move |why| {

@@ -40,8 +40,9 @@ pub enum PageError {
     /// What the worker refused, in its words.
     #[error("{0}")]
     Worker(String),
-    #[error("the training worker stopped: {0}")]
-    WorkerGone(String),
+    /// The engine can answer nothing more.
+    #[error("{engine} stopped: {why}")]
+    EngineGone { engine: &'static str, why: String },
     #[error("{file}: cannot be read: {message}")]
     Read { file: String, message: String },
     #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
@@ -96,7 +97,7 @@ pub fn start() {
         fail(&format!("internal error: {info}"));
     }));
     prefill_from_query();
-    let engines = match Engines::start(worker_stopped) {
+    let engines = match Engines::start(engine_stopped) {
         Ok(engines) => engines,
         Err(error) => return fail(&error.to_string()),
     };
@@ -157,10 +158,11 @@ fn fail_with(message: &str, change: impl FnOnce(&mut Session)) {
     }
 }
 
-/// The worker is gone for good: every control that asks it is disabled, a reload is offered.
-fn worker_stopped(why: &str) {
+/// An engine is gone for good (`stopped` says which and why): every control that asks it is
+/// disabled, a reload is offered.
+fn engine_stopped(stopped: &str) {
     fail_with(
-        &format!("the training worker stopped: {why}. Reload the page to start again."),
+        &format!("{stopped}. Reload the page to start again."),
         |session| session.worker_gone = true,
     );
 }

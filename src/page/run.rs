@@ -145,6 +145,14 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             log(&format!("Learning rate {lr} from step {step}"));
             true
         }
+        TrainEvent::Paused { step } => {
+            log(&format!("Paused before step {step}"));
+            false
+        }
+        TrainEvent::Resumed { step } => {
+            log(&format!("Resumed at step {step}"));
+            false
+        }
         TrainEvent::Memory(report) => {
             set_text("memory", &report.to_string());
             // Exact figures for the soak benchmark (bench/soak.mjs).
@@ -188,6 +196,7 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
 
 /// A run as the page shows it: its figures, charts and log.
 struct LiveRun {
+    session: Shared,
     config: TrainConfig,
     metrics: Rc<RefCell<RunMetrics>>,
     charts: Rc<RefCell<Charts>>,
@@ -196,7 +205,7 @@ struct LiveRun {
 }
 
 impl LiveRun {
-    fn new(config: TrainConfig, backend: String, train_len: usize) -> Self {
+    fn new(session: &Shared, config: TrainConfig, backend: String, train_len: usize) -> Self {
         set_text("log", "");
         set_text("test-accuracy", "–");
         by_id::<HtmlElement>("run-files").set_hidden(true);
@@ -205,6 +214,7 @@ impl LiveRun {
         let mut charts = Charts::new();
         charts.draw_all(&metrics);
         Self {
+            session: session.clone(),
             config,
             metrics: Rc::new(RefCell::new(metrics)),
             charts: Rc::new(RefCell::new(charts)),
@@ -215,7 +225,19 @@ impl LiveRun {
     /// What draws each event as it comes.
     fn on_event(&self) -> impl FnMut(TrainEvent) + 'static {
         let (metrics, charts, total) = (self.metrics.clone(), self.charts.clone(), self.total);
+        let session = self.session.clone();
         move |event: TrainEvent| {
+            // Whichever page paused the run, each that shows it shows it paused.
+            let paused = match event {
+                TrainEvent::Paused { .. } => Some(true),
+                TrainEvent::Resumed { .. } => Some(false),
+                _ => None,
+            };
+            if let Some(paused) = paused
+                && session.borrow().phase.is_training()
+            {
+                set_phase(&session, Phase::Training { paused });
+            }
             let mut metrics = metrics.borrow_mut();
             metrics.record(&event);
             metrics.thin(CHART_POINTS);
@@ -298,7 +320,7 @@ pub async fn run(
 ) -> Result<(), PageError> {
     let trainer = use_engine(session, choice).await?;
     let backend = show_device(session, choice).await?;
-    let live = LiveRun::new(config.clone(), backend, train_len);
+    let live = LiveRun::new(session, config.clone(), backend, train_len);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
     let request = Train {
         config,
@@ -330,6 +352,7 @@ pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
         s.borrow_mut().runs += 1;
         set_phase(&s, Phase::Training { paused: false });
         *joined.borrow_mut() = Some(LiveRun::new(
+            &s,
             config,
             format!("native — {device}"),
             train_len,

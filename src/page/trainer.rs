@@ -65,6 +65,8 @@ impl Transport {
 }
 
 pub struct Trainer {
+    /// What the user calls it: "the training worker", "the native engine".
+    name: &'static str,
     transport: Rc<Transport>,
     /// Resolves when the worker listens; rejects if it never will.
     ready: Promise,
@@ -116,13 +118,14 @@ impl Link {
 }
 
 impl Trainer {
-    /// Starts the worker; `on_crash` hears why, should it ever stop.
+    /// Starts the worker; `on_crash` hears that it stopped and why, should it ever stop.
     pub fn spawn(on_crash: impl Fn(&str) + 'static) -> Result<Self, PageError> {
+        let name = "the training worker";
         let options = WorkerOptions::new();
         options.set_type(WorkerType::Module);
         let worker = Worker::new_with_options(WORKER_SCRIPT, &options)
-            .map_err(|e| PageError::WorkerGone(js_error(e)))?;
-        let (trainer, link) = Self::new(Transport::Worker(worker.clone()), on_crash);
+            .map_err(|e| engine_gone(name, js_error(e)))?;
+        let (trainer, link) = Self::new(name, Transport::Worker(worker.clone()), on_crash);
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             link.receive(Envelope::from_js(&event.data()));
         });
@@ -144,9 +147,10 @@ impl Trainer {
 
     /// Connects to `webtrain ui`'s native engine at `url` (`ws://…/engine?token=…`).
     pub fn connect(url: &str, on_crash: impl Fn(&str) + 'static) -> Result<Self, PageError> {
-        let socket = WebSocket::new(url).map_err(|e| PageError::WorkerGone(js_error(e)))?;
+        let name = "the native engine";
+        let socket = WebSocket::new(url).map_err(|e| engine_gone(name, js_error(e)))?;
         socket.set_binary_type(BinaryType::Arraybuffer);
-        let (trainer, link) = Self::new(Transport::Socket(socket.clone()), on_crash);
+        let (trainer, link) = Self::new(name, Transport::Socket(socket.clone()), on_crash);
         let opened = link.clone();
         let on_open = Closure::<dyn FnMut(Event)>::new(move |_| opened.ready());
         socket.set_onopen(Some(on_open.as_ref().unchecked_ref()));
@@ -163,9 +167,7 @@ impl Trainer {
                 reason if reason.is_empty() => format!("code {}", event.code()),
                 reason => reason,
             };
-            crashed(&format!(
-                "the connection to the native engine closed ({reason})"
-            ));
+            crashed(&format!("its connection closed ({reason})"));
         });
         socket.set_onclose(Some(on_close.as_ref().unchecked_ref()));
         on_close.forget();
@@ -173,7 +175,11 @@ impl Trainer {
     }
 
     /// The trainer on `transport`, and the link its transport's callbacks deliver through.
-    fn new(transport: Transport, on_crash: impl Fn(&str) + 'static) -> (Self, Link) {
+    fn new(
+        name: &'static str,
+        transport: Transport,
+        on_crash: impl Fn(&str) + 'static,
+    ) -> (Self, Link) {
         let transport = Rc::new(transport);
         let pending = PendingMap::default();
         let (mut resolve, mut reject) = (None, None);
@@ -195,7 +201,7 @@ impl Trainer {
                 let _ = reject.call1(&JsValue::NULL, &why.into());
                 // Whoever waits for an answer hears that none will come.
                 pending.borrow_mut().clear();
-                on_crash(why);
+                on_crash(&engine_gone(name, why.to_string()).to_string());
             })
         };
         let link = Link {
@@ -204,6 +210,7 @@ impl Trainer {
             crashed: crashed.clone(),
         };
         let trainer = Self {
+            name,
             transport,
             ready,
             next_id: Cell::new(1),
@@ -227,9 +234,9 @@ impl Trainer {
     ) -> Result<R::Answer, PageError> {
         JsFuture::from(self.ready.clone())
             .await
-            .map_err(|why| PageError::WorkerGone(js_error(why)))?;
+            .map_err(|why| engine_gone(self.name, js_error(why)))?;
         if let Some(why) = self.gone.borrow().clone() {
-            return Err(PageError::WorkerGone(why));
+            return Err(engine_gone(self.name, why));
         }
         let id = self.next_id.get();
         self.next_id.set(id + 1);
@@ -255,15 +262,20 @@ impl Trainer {
         self.pending.borrow_mut().insert(id, reader);
         if let Err(error) = self.transport.send(&envelope) {
             self.pending.borrow_mut().remove(&id);
-            return Err(PageError::WorkerGone(error));
+            return Err(engine_gone(self.name, error));
         }
         answered.await.unwrap_or_else(|_| {
             let gone = self.gone.borrow().clone();
-            Err(PageError::WorkerGone(
+            Err(engine_gone(
+                self.name,
                 gone.unwrap_or_else(|| "it stopped".into()),
             ))
         })
     }
+}
+
+fn engine_gone(engine: &'static str, why: String) -> PageError {
+    PageError::EngineGone { engine, why }
 }
 
 /// A reply to its request, read as the type the request names.

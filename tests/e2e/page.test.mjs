@@ -864,9 +864,12 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     assert.equal(await other.inputValue('#backend-choice'), 'native');
     await other.click('#pause');
     await other.waitForSelector('body[data-state="paused"]');
+    // The tab that started the run hears of the pause too, and shows the run paused.
+    await page.waitForSelector('body[data-state="paused"]', { timeout: 30_000 });
     const held = await page.textContent('#step');
     await page.waitForTimeout(1000);
     assert.equal(await page.textContent('#step'), held, 'no step while paused');
+    assert.match(await page.textContent('#log'), /^Paused before step \d+$/m);
     await other.click('#stop');
     await other.waitForSelector('body[data-state="stopped"]', { timeout: 120_000 });
     await other.close();
