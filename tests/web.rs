@@ -163,3 +163,62 @@ fn a_cpu_profile_times_a_step_in_the_browser() {
     let step: f64 = profile.phases.iter().map(|phase| phase.ms).sum();
     assert!(step > 0.5, "{:?}", profile.phases);
 }
+
+/// WebGPU dispatches this page has encoded so far.
+fn dispatches() -> u32 {
+    let count = js_sys::eval(
+        "if (!globalThis.dispatches) {
+           globalThis.dispatches = 0;
+           for (const name of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
+             const dispatch = GPUComputePassEncoder.prototype[name];
+             GPUComputePassEncoder.prototype[name] = function (...args) {
+               globalThis.dispatches++;
+               return dispatch.apply(this, args);
+             };
+           }
+         }
+         globalThis.dispatches",
+    )
+    .unwrap();
+    count.as_f64().unwrap() as u32
+}
+
+/// The kernels a lenet step launches on WebGPU, counted over steps that log nothing: on a real
+/// GPU a step's time is made of them. The count does not depend on the batch size (16 here, for
+/// SwiftShader's sake). The ceiling is today's count and one, so that a change that adds
+/// kernels to every step is seen (`make bench` has the breakdown by kernel).
+#[wasm_bindgen_test]
+async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today() {
+    const CEILING: f64 = 80.0;
+    let device = select_device(BackendChoice::Gpu).await.unwrap();
+    let config = TrainConfig {
+        epochs: 1,
+        batch_size: 16,
+        log_interval: 1000,
+        train_limit: Some(40 * 16),
+        test_limit: Some(10),
+        ..TrainConfig::default()
+    };
+    let mut at_step = Vec::new();
+    dispatches();
+    train(
+        &config,
+        &mnist_digits(),
+        &device.device,
+        &TrainControl::default(),
+        |event| {
+            if let TrainEvent::Step(_) = event {
+                at_step.push(dispatches());
+            }
+        },
+    )
+    .await
+    .unwrap();
+    // Past the first steps (the loss read at step 1), a window of 20.
+    let per_step = f64::from(at_step[30] - at_step[10]) / 20.0;
+    console_log!("dispatches per lenet step: {per_step:.2}");
+    assert!(
+        per_step <= CEILING,
+        "{per_step:.2} dispatches a step, more than {CEILING}"
+    );
+}

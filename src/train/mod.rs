@@ -1,30 +1,31 @@
 //! The training loop, written once: the CLI drives it natively, the page in the browser.
 
-use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::prelude::*;
 use burn::tensor::kind::Basic;
 use burn::tensor::{Element, ExecutionError};
-use serde::{Deserialize, Serialize};
 use thiserror::Error;
 use web_time::{Duration, Instant};
 
 use crate::checkpoint::{Checkpoint, CheckpointError, Position};
-use crate::config::{ConfigError, TrainConfig, check_lr};
+use crate::config::{ConfigError, TrainConfig};
 use crate::data::{Mnist, MnistBatch, MnistBatcher, MnistSplit, epoch_order};
-use crate::interval::{IntervalMeter, IntervalReport};
+use crate::interval::IntervalMeter;
 use crate::model::{Net, NetConfig};
 use crate::optimizer::Optimizer;
 use crate::platform;
 use crate::step::Stepper;
 
+mod control;
+mod events;
+
+pub use control::TrainControl;
+pub use events::{CLASSES, Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent};
+
 /// Test batches are larger than training ones: no gradients are kept.
 const EVAL_BATCH: usize = 1000;
-/// How often a paused run looks at its control handle.
-const PAUSE_POLL_MS: u32 = 50;
 
 #[derive(Debug, Error)]
 pub enum TrainError {
@@ -55,181 +56,6 @@ impl From<ExecutionError> for TrainError {
         match error {
             ExecutionError::DevicePoisoned { reason } => Self::DeviceLost(reason),
             other => Self::Readback(other.to_string()),
-        }
-    }
-}
-
-/// One training step done; `loss` is reported only every `log_interval` steps.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct StepReport {
-    pub epoch: usize,
-    /// Steps since the start of the run, from 1.
-    pub step: usize,
-    /// Index of the batch within the epoch, from 0.
-    pub batch: usize,
-    pub batches_per_epoch: usize,
-    pub batch_size: usize,
-    /// Training samples of this epoch done, this batch included.
-    pub seen: usize,
-    pub epoch_len: usize,
-    #[serde(with = "crate::json_float::option")]
-    pub loss: Option<f32>,
-    /// Training samples per second of training time so far.
-    pub samples_per_sec: f64,
-    /// Training time so far, in seconds: evaluation and pauses excluded.
-    pub training_secs: f64,
-}
-
-/// The digits.
-pub const CLASSES: usize = 10;
-
-/// The test set evaluated after an epoch.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct EpochReport {
-    pub epoch: usize,
-    #[serde(with = "crate::json_float")]
-    pub test_loss: f32,
-    pub correct: usize,
-    pub total: usize,
-    /// Test images by true digit (row) and predicted digit (column).
-    pub confusion: [[usize; CLASSES]; CLASSES],
-}
-
-/// What the run holds after an epoch: a long run's figures stay flat unless something leaks.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct MemoryReport {
-    pub epoch: usize,
-    /// Resident memory natively; the wasm module's linear memory in the browser.
-    pub process_bytes: Option<u64>,
-    /// What burn's allocator reserves on the device (GPU backends only).
-    pub device_reserved_bytes: Option<u64>,
-    pub device_in_use_bytes: Option<u64>,
-}
-
-impl MemoryReport {
-    fn sample(epoch: usize, device: &Device) -> Self {
-        let pool = device.memory_pool_usage();
-        Self {
-            epoch,
-            process_bytes: platform::process_memory_bytes(),
-            device_reserved_bytes: pool.as_ref().map(|p| p.bytes_reserved),
-            device_in_use_bytes: pool.as_ref().map(|p| p.bytes_in_use),
-        }
-    }
-}
-
-/// The loss became NaN or infinite; the run stopped there.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Divergence {
-    pub epoch: usize,
-    pub step: usize,
-    pub lr: f64,
-    #[serde(with = "crate::json_float")]
-    pub loss: f32,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Completed,
-    Stopped,
-    Diverged,
-}
-
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub enum TrainEvent {
-    Step(StepReport),
-    /// The training loss and accuracy of the last few steps, read a little after them.
-    Interval(IntervalReport),
-    Epoch(EpochReport),
-    /// After each epoch's evaluation.
-    Memory(MemoryReport),
-    /// The run paused before this step (through [`TrainControl::pause`]): whoever shows the
-    /// run shows it paused, whichever page paused it.
-    Paused {
-        step: usize,
-    },
-    /// It goes on with this step.
-    Resumed {
-        step: usize,
-    },
-    /// The learning rate changed (through [`TrainControl::set_lr`]) from this step on.
-    LrChanged {
-        step: usize,
-        lr: f64,
-    },
-    /// Taken whenever the loss is logged and after each epoch's evaluation. Not serialised: a
-    /// checkpoint is written as its own file.
-    #[serde(skip)]
-    Checkpoint(Arc<Checkpoint>),
-    /// The GPU was lost; the run goes on on the CPU backend from the last checkpoint.
-    DeviceLost {
-        reason: String,
-        resumed_at_step: usize,
-    },
-    Diverged(Divergence),
-    Done {
-        outcome: Outcome,
-        samples_per_sec: f64,
-    },
-}
-
-/// Pause, resume and stop a run, or change its learning rate, from outside it; the loop looks
-/// at it between steps.
-#[derive(Clone, Debug, Default)]
-pub struct TrainControl {
-    state: Arc<AtomicU8>,
-    /// A new learning rate's bits, 0 when none is waiting.
-    lr: Arc<AtomicU64>,
-}
-
-const RUNNING: u8 = 0;
-const PAUSED: u8 = 1;
-const STOPPED: u8 = 2;
-
-impl TrainControl {
-    pub fn pause(&self) {
-        let _ = self
-            .state
-            .compare_exchange(RUNNING, PAUSED, Ordering::SeqCst, Ordering::SeqCst);
-    }
-
-    pub fn resume(&self) {
-        let _ = self
-            .state
-            .compare_exchange(PAUSED, RUNNING, Ordering::SeqCst, Ordering::SeqCst);
-    }
-
-    pub fn stop(&self) {
-        self.state.store(STOPPED, Ordering::SeqCst);
-    }
-
-    pub fn is_paused(&self) -> bool {
-        self.state.load(Ordering::SeqCst) == PAUSED
-    }
-
-    /// The run's learning rate from its next step on.
-    pub fn set_lr(&self, lr: f64) -> Result<(), ConfigError> {
-        check_lr(lr)?;
-        self.lr.store(lr.to_bits(), Ordering::SeqCst);
-        Ok(())
-    }
-
-    fn take_lr(&self) -> Option<f64> {
-        match self.lr.swap(0, Ordering::SeqCst) {
-            0 => None,
-            bits => Some(f64::from_bits(bits)),
-        }
-    }
-
-    /// Waits while paused; false once the run should stop.
-    async fn proceed(&self) -> bool {
-        loop {
-            match self.state.load(Ordering::SeqCst) {
-                RUNNING => return true,
-                PAUSED => platform::sleep_ms(PAUSE_POLL_MS).await,
-                _ => return false,
-            }
         }
     }
 }
@@ -397,13 +223,10 @@ async fn run_on(
         let order = epoch_order(epoch_len, config.seed, epoch);
         let first = position.batch;
         for (batch, indices) in order.chunks(config.batch_size).enumerate().skip(first) {
-            let paused = control.is_paused();
-            if paused {
-                on_event(TrainEvent::Paused {
-                    step: position.step + 1,
-                });
-            }
-            if !control.proceed().await {
+            if !control
+                .between_steps(position.step + 1, &mut config.lr, on_event)
+                .await
+            {
                 meter.end_open();
                 for interval in meter.read(None).await?.1 {
                     on_event(TrainEvent::Interval(interval));
@@ -418,18 +241,6 @@ async fn run_on(
                 return Ok(Trained {
                     model,
                     outcome: Outcome::Stopped,
-                });
-            }
-            if paused {
-                on_event(TrainEvent::Resumed {
-                    step: position.step + 1,
-                });
-            }
-            if let Some(lr) = control.take_lr() {
-                config.lr = lr;
-                on_event(TrainEvent::LrChanged {
-                    step: position.step + 1,
-                    lr,
                 });
             }
             let started = Instant::now();
@@ -562,119 +373,4 @@ pub async fn evaluate(
         total: len,
         confusion,
     })
-}
-
-impl StepReport {
-    /// PyTorch MNIST example's log line, for steps whose loss was read.
-    pub fn log_line(&self) -> Option<String> {
-        let seen = self.batch * self.batch_size;
-        let percent = 100.0 * self.batch as f64 / self.batches_per_epoch as f64;
-        self.loss.map(|loss| {
-            format!(
-                "Train Epoch: {} [{seen}/{} ({percent:.0}%)]\tLoss: {loss:.6}",
-                self.epoch, self.epoch_len
-            )
-        })
-    }
-}
-
-impl EpochReport {
-    pub fn accuracy(&self) -> f64 {
-        100.0 * self.correct as f64 / self.total as f64
-    }
-}
-
-impl fmt::Display for EpochReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "Test set: Average loss: {:.4}, Accuracy: {}/{} ({:.2}%)",
-            self.test_loss,
-            self.correct,
-            self.total,
-            self.accuracy()
-        )
-    }
-}
-
-/// "wasm 84.2 MB · GPU 12.3 MB", "RSS 312.0 MB": what the page and the soak benchmark show.
-impl fmt::Display for MemoryReport {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let megabytes = |bytes: u64| bytes as f64 / 1e6;
-        let mut parts = Vec::new();
-        if let Some(bytes) = self.process_bytes {
-            let process = platform::PROCESS_MEMORY;
-            parts.push(format!("{process} {:.1} MB", megabytes(bytes)));
-        }
-        if let Some(bytes) = self.device_reserved_bytes {
-            parts.push(format!("GPU {:.1} MB", megabytes(bytes)));
-        }
-        match parts.is_empty() {
-            true => f.write_str("unknown"),
-            false => f.write_str(&parts.join(" · ")),
-        }
-    }
-}
-
-impl fmt::Display for Divergence {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "diverged at epoch {}, step {} (lr {}): the loss is {}",
-            self.epoch, self.step, self.lr, self.loss
-        )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn log_lines_read_like_pytorchs_example() {
-        let step = StepReport {
-            epoch: 1,
-            step: 101,
-            batch: 100,
-            batches_per_epoch: 938,
-            batch_size: 64,
-            seen: 6464,
-            epoch_len: 60000,
-            loss: Some(0.123456),
-            samples_per_sec: 1000.0,
-            training_secs: 6.4,
-        };
-        assert_eq!(
-            step.log_line().unwrap(),
-            "Train Epoch: 1 [6400/60000 (11%)]\tLoss: 0.123456"
-        );
-        assert_eq!(StepReport { loss: None, ..step }.log_line(), None);
-        let epoch = EpochReport {
-            epoch: 1,
-            test_loss: 0.04123,
-            correct: 9868,
-            total: 10000,
-            confusion: [[0; CLASSES]; CLASSES],
-        };
-        assert_eq!(
-            epoch.to_string(),
-            "Test set: Average loss: 0.0412, Accuracy: 9868/10000 (98.68%)"
-        );
-    }
-
-    #[test]
-    fn control_pauses_resumes_and_stops() {
-        let control = TrainControl::default();
-        assert!(pollster::block_on(control.proceed()));
-        control.pause();
-        assert!(control.is_paused());
-        let resumer = control.clone();
-        let waiter = std::thread::spawn(move || pollster::block_on(resumer.proceed()));
-        std::thread::sleep(std::time::Duration::from_millis(120));
-        control.resume();
-        assert!(waiter.join().unwrap(), "a paused run proceeds once resumed");
-        control.stop();
-        control.resume();
-        assert!(!pollster::block_on(control.proceed()), "stop is final");
-    }
 }
