@@ -92,23 +92,38 @@ fn the_idx_parser_rejects_a_truncated_file() {
     );
 }
 
-/// Compute pipelines WebGPU has been asked to build in this page so far.
-fn pipelines_built() -> u32 {
-    let count = js_sys::eval(
-        "if (!globalThis.pipelinesBuilt) {
-           globalThis.pipelinesBuilt = 0;
-           for (const name of ['createComputePipeline', 'createComputePipelineAsync']) {
-             const build = GPUDevice.prototype[name];
-             GPUDevice.prototype[name] = function (...args) {
-               globalThis.pipelinesBuilt++;
-               return build.apply(this, args);
-             };
-           }
-         }
-         globalThis.pipelinesBuilt",
-    )
+/// Calls this page has made so far to `methods` of the WebGPU class `class`, each one counted
+/// in `globalThis[counter]` from the first time this is asked.
+fn calls_so_far(counter: &str, class: &str, methods: &[&str]) -> u32 {
+    let methods: Vec<String> = methods.iter().map(|m| format!("'{m}'")).collect();
+    let methods = methods.join(", ");
+    let count = js_sys::eval(&format!(
+        "if (!globalThis.{counter}) {{
+           globalThis.{counter} = 0;
+           for (const name of [{methods}]) {{
+             const call = {class}.prototype[name];
+             {class}.prototype[name] = function (...args) {{
+               globalThis.{counter}++;
+               return call.apply(this, args);
+             }};
+           }}
+         }}
+         globalThis.{counter}"
+    ))
     .unwrap();
     count.as_f64().unwrap() as u32
+}
+
+/// Compute pipelines WebGPU has been asked to build in this page so far.
+fn pipelines_built() -> u32 {
+    let methods = ["createComputePipeline", "createComputePipelineAsync"];
+    calls_so_far("pipelinesBuilt", "GPUDevice", &methods)
+}
+
+/// WebGPU dispatches this page has encoded so far.
+fn dispatches() -> u32 {
+    let methods = ["dispatchWorkgroups", "dispatchWorkgroupsIndirect"];
+    calls_so_far("dispatches", "GPUComputePassEncoder", &methods)
 }
 
 #[wasm_bindgen_test]
@@ -162,25 +177,6 @@ fn a_cpu_profile_times_a_step_in_the_browser() {
     // The browser's clock is coarse (0.1 ms without cross-origin isolation): the step is not.
     let step: f64 = profile.phases.iter().map(|phase| phase.ms).sum();
     assert!(step > 0.5, "{:?}", profile.phases);
-}
-
-/// WebGPU dispatches this page has encoded so far.
-fn dispatches() -> u32 {
-    let count = js_sys::eval(
-        "if (!globalThis.dispatches) {
-           globalThis.dispatches = 0;
-           for (const name of ['dispatchWorkgroups', 'dispatchWorkgroupsIndirect']) {
-             const dispatch = GPUComputePassEncoder.prototype[name];
-             GPUComputePassEncoder.prototype[name] = function (...args) {
-               globalThis.dispatches++;
-               return dispatch.apply(this, args);
-             };
-           }
-         }
-         globalThis.dispatches",
-    )
-    .unwrap();
-    count.as_f64().unwrap() as u32
 }
 
 /// The kernels a lenet step launches on WebGPU, counted over steps that log nothing: on a real
