@@ -204,7 +204,6 @@ mod tests {
         let device = Device::flex();
         let samples: Vec<f32> = correct.iter().flat_map(|&right| [loss, right]).collect();
         StepStats {
-            loss: Tensor::from_floats([loss], &device),
             samples: Tensor::from_data(TensorData::new(samples, [correct.len(), 2]), &device),
         }
     }
@@ -229,7 +228,7 @@ mod tests {
         meter.add(&stats(1.0, &[1.0, 1.0]), 1, 2, 1);
         meter.add(&stats(0.5, &[1.0, 0.0]), 1, 3, 2);
         let (loss, intervals) =
-            pollster::block_on(meter.read(Some(stats(0.25, &[0.0, 0.0]).loss))).unwrap();
+            pollster::block_on(meter.read(Some(stats(0.25, &[0.0, 0.0]).loss()))).unwrap();
         assert_eq!(loss, Some(0.25));
         assert_eq!(
             intervals,

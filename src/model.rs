@@ -3,7 +3,7 @@
 use burn::module::Param;
 use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
-use burn::nn::{Initializer, Linear, LinearConfig, Relu};
+use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::TensorData;
 use rand::rngs::StdRng;
@@ -20,7 +20,6 @@ pub struct Net {
     pool: MaxPool2d,
     fc1: Linear,
     fc2: Linear,
-    activation: Relu,
 }
 
 #[derive(Config, Debug)]
@@ -115,7 +114,6 @@ impl NetConfig {
             pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
             fc1: init.linear(flat, self.hidden, device),
             fc2: init.linear(self.hidden, self.classes, device),
-            activation: Relu::new(),
         }
     }
 }
@@ -123,14 +121,22 @@ impl NetConfig {
 impl Net {
     /// [batch, 1, 28, 28] -> logits [batch, classes]
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
-        let x = self.activation.forward(self.conv1.forward(images)); // [b, c1, 24, 24]
-        let x = self.pool.forward(x); // [b, c1, 12, 12]
-        let x = self.activation.forward(self.conv2.forward(x)); // [b, c2, 8, 8]
-        let x = self.pool.forward(x); // [b, c2, 4, 4]
+        // ReLU after the pool rather than before, as PyTorch's model has it: max-pooling and
+        // ReLU commute, values and gradients alike, and a quarter of the values pass through it.
+        let x = relu(self.pool.forward(self.conv1.forward(images))); // [b, c1, 12, 12]
+        let x = relu(self.pool.forward(self.conv2.forward(x))); // [b, c2, 4, 4]
         let x = x.flatten::<2>(1, 3); // [b, c2·16], in PyTorch's view(-1, c2·16) order
-        let x = self.activation.forward(self.fc1.forward(x)); // [b, hidden]
+        let x = relu(self.fc1.forward(x)); // [b, hidden]
         self.fc2.forward(x) // [b, classes]
     }
+}
+
+/// max(x, 0) as a mask kept from the forward pass: its gradient is then one masked kernel.
+/// burn's `relu` compares the output again in the backward pass, in a kernel apart from the
+/// mask's, as fusion does not join a comparison to the gradient it masks.
+fn relu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+    let mask = x.clone().lower_equal_elem(0.0);
+    x.mask_fill(mask, 0.0)
 }
 
 #[cfg(test)]

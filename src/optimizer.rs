@@ -79,10 +79,7 @@ impl Optimizer {
                     Some([velocity]) => unflat(velocity).mul_scalar(self.momentum).add(grad),
                     _ => grad,
                 };
-                (
-                    velocity.clone().mul_scalar(lr),
-                    vec![velocity.reshape([len])],
-                )
+                (velocity.clone().mul_scalar(lr), vec![velocity])
             }
             // PyTorch: w -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε).
             OptimizerKind::Adam => {
@@ -108,14 +105,18 @@ impl Optimizer {
                     .add_scalar(ADAM_EPSILON);
                 (
                     m.clone().div(denominator).mul_scalar(lr / correction1),
-                    vec![m.reshape([len]), v.reshape([len])],
+                    vec![m, v],
                 )
             }
         };
+        // The new weight before the buffers are flattened: fusion then takes the subtraction
+        // into the update's kernel, where a reshape first would end it.
+        let weight = weight.sub(delta);
         if !state.is_empty() {
-            self.state.insert(name, state);
+            let flat = state.into_iter().map(|buffer| buffer.reshape([len]));
+            self.state.insert(name, flat.collect());
         }
-        weight.sub(delta)
+        weight
     }
 }
 

@@ -21,6 +21,8 @@ pub struct Stepper<'a> {
     resident: Option<ResidentSplit>,
     /// [[1, 0]], uploaded once: see [`cross_entropy`].
     first: Tensor<2>,
+    /// [[0, 1, …, 9]], uploaded once: each class's index, to find the targets' columns.
+    classes: Tensor<2>,
 }
 
 /// Makes every parameter an autodiff leaf that keeps its gradient: weights made or loaded off
@@ -45,6 +47,9 @@ impl<'a> Stepper<'a> {
             batcher,
             resident,
             first: Tensor::from_floats([[1.0, 0.0]], &autodiff),
+            classes: Tensor::<1, Int>::arange(0..CLASSES as i64, &autodiff)
+                .float()
+                .reshape([1, CLASSES]),
             autodiff,
         }
     }
@@ -68,54 +73,88 @@ impl<'a> Stepper<'a> {
             Some(resident) => resident.batch(indices),
             None => self.batcher.batch(self.split, indices),
         };
-        let (loss, samples) = cross_entropy(model.forward(images), targets, &self.first);
-        let grads = GradientsParams::from_grads(loss.backward(), &model);
+        let loss = cross_entropy(model.forward(images), targets, &self.classes, &self.first);
+        let grads = GradientsParams::from_grads(loss.backward.backward(), &model);
         let model = optimizer.step(lr, model, grads);
         let stats = StepStats {
-            loss: loss.detach(),
-            samples,
+            samples: loss.samples,
         };
         (model, stats)
     }
 }
 
-/// Cross-entropy of `logits` [batch, classes] against `targets` [batch] as PyTorch's
-/// `CrossEntropyLoss` (the mean over the batch) and burn's compute it, on the autodiff graph;
-/// and, off it, each sample's loss and whether its target has the largest logit (1 or 0), side
-/// by side [batch, 2]. `first` is [[1, 0]]: one elementwise kernel writes both columns.
-/// A sample is right when its target's log-probability is the largest one, 0 - log Σ exp; a
-/// gap below f32's rounding counts as right.
+/// MNIST's ten digits.
+const CLASSES: usize = 10;
+
+/// The cross-entropy of a batch, and what to call `backward` on for its gradients.
+struct CrossEntropy {
+    /// Each sample's loss and whether its target has the largest logit (1 or 0) [batch, 2].
+    samples: Tensor<2>,
+    /// `logits` times the loss's gradient with respect to them, (softmax − one-hot) / batch,
+    /// held constant: so the gradient of its sum, which `backward` takes, is that gradient.
+    backward: Tensor<2>,
+}
+
+/// Cross-entropy of `logits` [batch, classes] against `targets` [batch], as PyTorch's
+/// `CrossEntropyLoss` computes it (whose mean over the batch is [`StepStats::loss`]):
+/// log Σ exp(logits) − the target's logit, by sample.
+/// `classes` is [[0, 1, …]] and `first` [[1, 0]], for one elementwise kernel to write both
+/// columns of the samples.
+///
+/// The gradient is given in closed form rather than left to autodiff, which differentiates
+/// the max, the log-sum-exp, the gather and the mean one by one: on WebGPU a dozen small
+/// kernels a step, each a launch, where this is one elementwise kernel.
 fn cross_entropy(
     logits: Tensor<2>,
     targets: Tensor<1, Int>,
+    classes: &Tensor<2>,
     first: &Tensor<2>,
-) -> (Tensor<1>, Tensor<2>) {
+) -> CrossEntropy {
     let [batch, _] = logits.dims();
-    let max = logits.clone().detach().max_dim(1); // [batch, 1]
-    let shifted = logits - max;
-    let log_sum_exp = shifted.clone().exp().sum_dim(1).log(); // [batch, 1]
-    let picked = (shifted - log_sum_exp.clone()).gather(1, targets.reshape([batch, 1]));
-    let log_likelihood = picked.clone().detach();
-    // A comparison: in burn 0.22's fusion on wgpu, computing it as `clamp_max(0).sign() + 1` or
-    // `exp(10³⁰·x)`, one kernel fewer, broke training (tests/pytorch_parity.rs).
-    let right = (log_likelihood.clone() + log_sum_exp.detach())
-        .greater_equal_elem(0.0)
-        .float();
-    let samples = log_likelihood.neg() * first.clone() + right * (first.clone().neg() + 1.0);
-    (picked.mean().neg(), samples)
+    let targets = targets.reshape([batch, 1]);
+    let values = logits.clone().detach();
+    let max = values.clone().max_dim(1); // [batch, 1]
+    let exp = (values.clone() - max.clone()).exp(); // [batch, classes]
+    let sum = exp.clone().sum_dim(1); // [batch, 1]
+    // 1 at the target's column, 0 elsewhere: 1 − |class − target|, at least 0. Arithmetic
+    // rather than a comparison, so that fusion takes it into its neighbours' kernels.
+    let one_hot = (classes.clone() - targets.float()).abs().neg();
+    let one_hot = one_hot.add_scalar(1.0).clamp_min(0.0); // [batch, classes]
+    // Summed rather than gathered, exact as every other term is 0: in burn 0.22's fusion on
+    // wgpu, a gather here read its indices a row off.
+    let target_logit = (values.clone() * one_hot.clone()).sum_dim(1); // [batch, 1]
+    let loss = sum.clone().log() + max.clone() - target_logit.clone(); // [batch, 1]
+    // Right when the target's logit is the largest: ties count as right.
+    let right = target_logit.clone().zeros_like();
+    let right = right.mask_fill(target_logit.greater_equal(max), 1.0);
+    let samples = loss.clone() * first.clone() + right * (first.clone().neg() + 1.0);
+    let softmax = exp / sum;
+    let gradient = (softmax - one_hot).div_scalar(batch as f64);
+    CrossEntropy {
+        samples,
+        backward: logits * gradient,
+    }
 }
 
-/// A step's figures, left on the device until the loop reads them, all before the update: the
-/// batch's mean loss [1], and each sample's loss and whether the model classed it right (1 or 0)
-/// [batch, 2].
+/// A step's figures, left on the device until the loop reads them, all before the update: each
+/// sample's loss and whether the model classed it right (1 or 0) [batch, 2].
 pub struct StepStats {
-    pub loss: Tensor<1>,
     pub samples: Tensor<2>,
+}
+
+impl StepStats {
+    /// The batch's mean loss [1]: computed when asked, so that a step whose loss is not read
+    /// launches no reduction for it.
+    pub fn loss(&self) -> Tensor<1> {
+        let [batch, _] = self.samples.dims();
+        self.samples.clone().slice([0..batch, 0..1]).mean()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use burn::nn::loss::CrossEntropyLossConfig;
+    use burn::tensor::TensorData;
 
     use super::*;
 
@@ -133,17 +172,62 @@ mod tests {
         );
         let targets = Tensor::<1, Int>::from_ints([0, 2, 2, 1], &device);
         let first = Tensor::from_floats([[1.0, 0.0]], &device);
-        let (loss, samples) = cross_entropy(logits.clone(), targets.clone(), &first);
+        let classes = Tensor::<1, Int>::arange(0..3, &device)
+            .float()
+            .reshape([1, 3]);
+        let loss = cross_entropy(logits.clone(), targets.clone(), &classes, &first);
         let burns = CrossEntropyLossConfig::new()
             .init(&device)
             .forward(logits, targets);
-        let (ours, burns) = (loss.into_scalar::<f32>(), burns.into_scalar::<f32>());
+        let ours = StepStats {
+            samples: loss.samples.clone(),
+        }
+        .loss();
+        let (ours, burns) = (ours.into_scalar::<f32>(), burns.into_scalar::<f32>());
         assert!((ours - burns).abs() < 1e-6, "{ours} against {burns}");
-        let samples = samples.into_data().try_to_vec::<f32>().unwrap();
+        let samples = loss.samples.into_data().try_to_vec::<f32>().unwrap();
         let (losses, right): (Vec<f32>, Vec<f32>) =
             samples.chunks(2).map(|pair| (pair[0], pair[1])).unzip();
         assert_eq!(right, [1.0, 0.0, 1.0, 0.0]);
         let mean = losses.iter().sum::<f32>() / 4.0;
         assert!((mean - ours).abs() < 1e-6, "{losses:?}");
+    }
+
+    /// The closed-form gradient is the one autodiff finds for burn's own cross-entropy.
+    #[test]
+    fn cross_entropy_has_the_gradient_autodiff_finds() {
+        let device = Device::flex().autodiff();
+        let values: Vec<f32> = (0..7 * 10)
+            .map(|i| ((i * 37 % 23) as f32 - 11.0) / 4.0)
+            .collect();
+        let logits = || Tensor::<2>::from_data(TensorData::new(values.clone(), [7, 10]), &device);
+        let targets = Tensor::<1, Int>::from_ints([3, 0, 9, 9, 5, 1, 7], &device);
+        let gradient_of = |loss_of: &dyn Fn(Tensor<2>) -> Tensor<2>| {
+            let logits = logits().require_grad();
+            let grads = loss_of(logits.clone()).backward();
+            logits
+                .grad(&grads)
+                .unwrap()
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap()
+        };
+        let classes = Tensor::<1, Int>::arange(0..10, &device)
+            .float()
+            .reshape([1, 10]);
+        let first = Tensor::from_floats([[1.0, 0.0]], &device);
+        let ours = gradient_of(&|logits| {
+            cross_entropy(logits, targets.clone(), &classes, &first).backward
+        });
+        let burns = gradient_of(&|logits| {
+            let loss = CrossEntropyLossConfig::new()
+                .init(&device)
+                .forward(logits, targets.clone());
+            loss.reshape([1, 1])
+        });
+        for (ours, burns) in ours.iter().zip(&burns) {
+            assert!((ours - burns).abs() < 1e-6, "{ours:?} against {burns:?}");
+        }
+        assert!(burns.iter().any(|g| g.abs() > 0.01));
     }
 }

@@ -67,7 +67,7 @@ fn our_losses(fixture: &Fixture, run: &Run, optimizer: OptimizerKind, device: &D
     for indices in steps {
         let stats;
         (model, stats) = stepper.step(model, &mut optim, run.lr, indices);
-        losses.push(stats.loss.into_scalar::<f32>());
+        losses.push(stats.loss().into_scalar::<f32>());
     }
     losses
 }

@@ -257,7 +257,7 @@ async fn run_on(
             position.batch = batch + 1;
             meter.add(&stats, epoch, position.step, batch);
             let (read, intervals) = match checked || meter.wants_read() {
-                true => meter.read(checked.then_some(stats.loss)).await?,
+                true => meter.read(checked.then(|| stats.loss())).await?,
                 false => (None, Vec::new()),
             };
             let intervals = intervals.into_iter().map(TrainEvent::Interval);
