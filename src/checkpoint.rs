@@ -16,7 +16,7 @@ use thiserror::Error;
 
 use crate::config::{ConfigError, OptimizerKind, TrainConfig};
 use crate::model::{Net, NetConfig};
-use crate::optimizer::Optimizer;
+use crate::optimizer::{Optimizer, buffer_from_flat, flat_buffer};
 
 /// Longer than any run within the settings' bounds takes (10,000 epochs of MNIST at 36
 /// samples/s, SwiftShader's pace, take 1.7·10⁷ s), and short of what `Duration` cannot hold.
@@ -238,7 +238,9 @@ impl Checkpoint {
             .map(|(_, tensor, dims)| (tensor.clone(), dims.clone()))
             .collect();
         for buffer in optimizer.state.values().flatten() {
-            tensors.push((buffer.clone(), buffer.dims().to_vec()));
+            let flat = flat_buffer(buffer);
+            let dims = flat.dims().to_vec();
+            tensors.push((flat, dims));
         }
         let mut read = read_all(tensors).await?.into_iter();
         let weights = weights
@@ -293,7 +295,16 @@ impl Checkpoint {
                         expected: vec![weight.num_elements()],
                     });
                 }
-                tensors.push(Tensor::from_data(buffer.clone(), device));
+                let flat = Tensor::from_data(buffer.clone(), device);
+                let shaped =
+                    buffer_from_flat(flat, weight.shape().as_slice()).ok_or_else(|| {
+                        CheckpointError::Shape {
+                            name: format!("{STATE}{name}.{index}"),
+                            found: buffer.shape().to_vec(),
+                            expected: weight.shape().to_vec(),
+                        }
+                    })?;
+                tensors.push(shaped);
             }
             optimizer.state.insert(name.clone(), tensors);
         }

@@ -16,8 +16,30 @@ const ADAM_BETAS: (f64, f64) = (0.9, 0.999);
 const ADAM_EPSILON: f64 = 1e-8;
 
 /// What the optimizer keeps for one parameter: SGD's momentum buffer, or Adam's first and second
-/// moments, each flattened.
-pub type ParamState = Vec<Tensor<1>>;
+/// moments, each in its parameter's shape with leading axes of one up to [`STATE_RANK`].
+pub type ParamState = Vec<Tensor<STATE_RANK>>;
+
+/// The rank the optimizer's buffers are kept at, since a burn tensor's rank is in its type. Not
+/// flattened: a convolution's gradient comes out in another layout, and flattening its buffer
+/// would copy it on the GPU at every step.
+pub const STATE_RANK: usize = 4;
+
+/// A flat buffer in the shape of its parameter, `dims` (padded to [`STATE_RANK`]); `None` for a
+/// parameter of a higher rank or another size.
+pub fn buffer_from_flat(flat: Tensor<1>, dims: &[usize]) -> Option<Tensor<STATE_RANK>> {
+    let pad = STATE_RANK.checked_sub(dims.len())?;
+    if dims.iter().product::<usize>() != flat.dims()[0] {
+        return None;
+    }
+    let mut shape = [1; STATE_RANK];
+    shape[pad..].copy_from_slice(dims);
+    Some(flat.reshape(shape))
+}
+
+/// A buffer flattened, as checkpoints hold it (a copy on the GPU, once per checkpoint).
+pub fn flat_buffer(buffer: &Tensor<STATE_RANK>) -> Tensor<1> {
+    buffer.clone().reshape([buffer.shape().num_elements()])
+}
 
 #[derive(Clone, Debug)]
 pub struct Optimizer {
@@ -68,15 +90,14 @@ impl Optimizer {
         lr: f64,
     ) -> Tensor<D> {
         let shape = weight.shape();
-        let len = shape.num_elements();
         let previous = self.state.remove(&name);
-        let unflat = |buffer: &Tensor<1>| buffer.clone().reshape(shape.clone());
+        let unpad = |buffer: &Tensor<STATE_RANK>| buffer.clone().reshape(shape.clone());
         let (delta, state) = match self.kind {
             OptimizerKind::Sgd if self.momentum == 0.0 => (grad.mul_scalar(lr), Vec::new()),
             // PyTorch: the buffer starts as the first gradient, then b = μ·b + g (no dampening).
             OptimizerKind::Sgd => {
                 let velocity = match previous.as_deref() {
-                    Some([velocity]) => unflat(velocity).mul_scalar(self.momentum).add(grad),
+                    Some([velocity]) => unpad(velocity).mul_scalar(self.momentum).add(grad),
                     _ => grad,
                 };
                 (velocity.clone().mul_scalar(lr), vec![velocity])
@@ -85,7 +106,7 @@ impl Optimizer {
             OptimizerKind::Adam => {
                 let (beta1, beta2) = ADAM_BETAS;
                 let (m, v) = match previous.as_deref() {
-                    Some([m, v]) => (unflat(m), unflat(v)),
+                    Some([m, v]) => (unpad(m), unpad(v)),
                     _ => (grad.zeros_like(), grad.zeros_like()),
                 };
                 let m = m
@@ -109,12 +130,12 @@ impl Optimizer {
                 )
             }
         };
-        // The new weight before the buffers are flattened: fusion then takes the subtraction
-        // into the update's kernel, where a reshape first would end it.
+        // The new weight before the buffers are padded, so that fusion takes the subtraction
+        // into the update's kernel: a reshape ends a fused block.
         let weight = weight.sub(delta);
         if !state.is_empty() {
-            let flat = state.into_iter().map(|buffer| buffer.reshape([len]));
-            self.state.insert(name, flat.collect());
+            let padded = state.into_iter().map(|buffer| buffer.unsqueeze());
+            self.state.insert(name, padded.collect());
         }
         weight
     }

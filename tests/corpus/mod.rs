@@ -8,7 +8,7 @@ use burn::prelude::*;
 use webtrain::checkpoint::{Checkpoint, Position};
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::model::NetConfig;
-use webtrain::optimizer::Optimizer;
+use webtrain::optimizer::{Optimizer, buffer_from_flat};
 use webtrain::weights::to_safetensors;
 
 pub enum Input {
@@ -357,6 +357,7 @@ async fn checkpoint() -> Checkpoint {
     optimizer.steps = 1;
     for (name, weight) in webtrain::checkpoint::read_weights(&model).await.unwrap() {
         let zeros = Tensor::<1>::zeros([weight.num_elements()], &device);
+        let zeros = buffer_from_flat(zeros, weight.shape().as_slice()).unwrap();
         optimizer.state.insert(name, vec![zeros]);
     }
     let order: Vec<usize> = (0..CHECKPOINT_SAMPLES).collect();
