@@ -121,8 +121,8 @@ impl NetConfig {
 impl Net {
     /// [batch, 1, 28, 28] -> logits [batch, classes]
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
-        // ReLU after the pool rather than before, as PyTorch's model has it: max-pooling and
-        // ReLU commute, values and gradients alike, and a quarter of the values pass through it.
+        // ReLU after the pool, where PyTorch's model has it before: max-pooling and ReLU
+        // commute, values and gradients alike, and a quarter of the values pass through it.
         let x = relu(self.pool.forward(self.conv1.forward(images))); // [b, c1, 12, 12]
         let x = relu(self.pool.forward(self.conv2.forward(x))); // [b, c2, 4, 4]
         let x = x.flatten::<2>(1, 3); // [b, c2·16], in PyTorch's view(-1, c2·16) order
