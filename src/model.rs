@@ -134,7 +134,7 @@ impl Net {
 /// max(x, 0) as a mask kept from the forward pass: its gradient is then one masked kernel.
 /// burn's `relu` compares the output again in the backward pass, in a kernel apart from the
 /// mask's, as fusion does not join a comparison to the gradient it masks.
-fn relu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
+pub(crate) fn relu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
     let mask = x.clone().lower_equal_elem(0.0);
     x.mask_fill(mask, 0.0)
 }

@@ -20,10 +20,26 @@ pub struct Stepper<'a> {
     /// On a GPU, the split's samples, uploaded once: a step sends only its batch's indices.
     /// The CPU backend builds each batch from the host's bytes, which costs it nothing more.
     resident: Option<ResidentSplit>,
-    /// [[1, 0]], uploaded once: see [`cross_entropy`].
+    loss: LossConstants,
+}
+
+/// What [`cross_entropy`] needs besides the logits and targets, uploaded once.
+pub(crate) struct LossConstants {
+    /// [[1, 0]]: one elementwise kernel writes both columns of the samples.
     first: Tensor<2>,
-    /// [[0, 1, …, 9]], uploaded once: each class's index, to find the targets' columns.
+    /// [[0, 1, …, 9]]: each class's index, to find the targets' columns.
     classes: Tensor<2>,
+}
+
+impl LossConstants {
+    pub(crate) fn new(device: &Device) -> Self {
+        Self {
+            first: Tensor::from_floats([[1.0, 0.0]], device),
+            classes: Tensor::<1, Int>::arange(0..CLASSES as i64, device)
+                .float()
+                .reshape([1, CLASSES]),
+        }
+    }
 }
 
 /// Makes every parameter an autodiff leaf that keeps its gradient: weights made or loaded off
@@ -47,10 +63,7 @@ impl<'a> Stepper<'a> {
             split,
             batcher,
             resident,
-            first: Tensor::from_floats([[1.0, 0.0]], &autodiff),
-            classes: Tensor::<1, Int>::arange(0..CLASSES as i64, &autodiff)
-                .float()
-                .reshape([1, CLASSES]),
+            loss: LossConstants::new(&autodiff),
             autodiff,
         }
     }
@@ -74,7 +87,7 @@ impl<'a> Stepper<'a> {
             Some(resident) => resident.batch(indices),
             None => self.batcher.batch(self.split, indices),
         };
-        let loss = cross_entropy(model.forward(images), targets, &self.classes, &self.first);
+        let loss = cross_entropy(model.forward(images), targets, &self.loss);
         let grads = GradientsParams::from_grads(loss.backward.backward(), &model);
         let model = optimizer.step(lr, model, grads);
         let stats = StepStats {
@@ -85,29 +98,27 @@ impl<'a> Stepper<'a> {
 }
 
 /// The cross-entropy of a batch, and what to call `backward` on for its gradients.
-struct CrossEntropy {
+pub(crate) struct CrossEntropy {
     /// Each sample's loss and whether its target has the largest logit (1 or 0) [batch, 2].
-    samples: Tensor<2>,
+    pub(crate) samples: Tensor<2>,
     /// `logits` times the loss's gradient with respect to them, (softmax − one-hot) / batch,
     /// held constant: so the gradient of its sum, which `backward` takes, is that gradient.
-    backward: Tensor<2>,
+    pub(crate) backward: Tensor<2>,
 }
 
 /// Cross-entropy of `logits` [batch, classes] against `targets` [batch], as PyTorch's
 /// `CrossEntropyLoss` computes it (whose mean over the batch is [`StepStats::loss`]):
 /// log Σ exp(logits) − the target's logit, by sample.
-/// `classes` is [[0, 1, …]] and `first` [[1, 0]], for one elementwise kernel to write both
-/// columns of the samples.
 ///
 /// The gradient is given in closed form rather than left to autodiff, which differentiates
 /// the max, the log-sum-exp, the gather and the mean one by one: on WebGPU a dozen small
 /// kernels a step, each a launch, where this is one elementwise kernel.
-fn cross_entropy(
+pub(crate) fn cross_entropy(
     logits: Tensor<2>,
     targets: Tensor<1, Int>,
-    classes: &Tensor<2>,
-    first: &Tensor<2>,
+    constants: &LossConstants,
 ) -> CrossEntropy {
+    let LossConstants { first, classes } = constants;
     let [batch, _] = logits.dims();
     let targets = targets.reshape([batch, 1]);
     let values = logits.clone().detach();
@@ -172,7 +183,11 @@ mod tests {
         let classes = Tensor::<1, Int>::arange(0..3, &device)
             .float()
             .reshape([1, 3]);
-        let loss = cross_entropy(logits.clone(), targets.clone(), &classes, &first);
+        let loss = cross_entropy(
+            logits.clone(),
+            targets.clone(),
+            &LossConstants { first, classes },
+        );
         let burns = CrossEntropyLossConfig::new()
             .init(&device)
             .forward(logits, targets);
@@ -213,13 +228,9 @@ mod tests {
                 .try_to_vec::<f32>()
                 .unwrap()
         };
-        let classes = Tensor::<1, Int>::arange(0..10, &device)
-            .float()
-            .reshape([1, 10]);
-        let first = Tensor::from_floats([[1.0, 0.0]], &device);
-        let ours = gradient_of(&|logits| {
-            cross_entropy(logits, targets.clone(), &classes, &first).backward
-        });
+        let constants = LossConstants::new(&device);
+        let ours =
+            gradient_of(&|logits| cross_entropy(logits, targets.clone(), &constants).backward);
         let burns = gradient_of(&|logits| {
             let loss = CrossEntropyLossConfig::new()
                 .init(&device)

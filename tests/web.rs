@@ -181,7 +181,7 @@ fn a_cpu_profile_times_a_step_in_the_browser() {
 
 /// The kernels a lenet step launches on WebGPU, counted over steps that log nothing: on a real
 /// GPU a step's time is made of them. The count does not depend on the batch size (16 here, for
-/// SwiftShader's sake). The ceiling is today's count and one, so that a change that adds
+/// SwiftShader's sake). The ceiling is today's count rounded up, and one, so that a change that adds
 /// kernels to every step is seen (`make bench` has the breakdown by kernel).
 #[wasm_bindgen_test]
 async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today() {
