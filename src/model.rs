@@ -1,11 +1,12 @@
 //! The two classic MNIST CNNs, initialised as PyTorch initialises them.
 
 use burn::module::Param;
-use burn::nn::conv::{Conv2d, Conv2dConfig};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::TensorData;
+use burn::tensor::module::conv2d;
+use burn::tensor::ops::ConvOptions;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
@@ -15,8 +16,8 @@ use crate::config::ModelKind;
 /// conv and after fc1.
 #[derive(Module, Debug)]
 pub struct Net {
-    conv1: Conv2d,
-    conv2: Conv2d,
+    conv1: Conv,
+    conv2: Conv,
     pool: MaxPool2d,
     fc1: Linear,
     fc2: Linear,
@@ -81,14 +82,12 @@ impl PytorchInit {
         Param::from_tensor(Tensor::from_data(TensorData::new(values, shape), device))
     }
 
-    fn conv(&mut self, channels: [usize; 2], device: &Device) -> Conv2d {
-        let mut conv = Conv2dConfig::new(channels, [KERNEL, KERNEL])
-            .with_initializer(Initializer::Zeros)
-            .init(device);
-        let fan_in = channels[0] * KERNEL * KERNEL;
-        conv.weight = self.param([channels[1], channels[0], KERNEL, KERNEL], fan_in, device);
-        conv.bias = Some(self.param([channels[1]], fan_in, device));
-        conv
+    fn conv(&mut self, [inputs, outputs]: [usize; 2], device: &Device) -> Conv {
+        let fan_in = inputs * KERNEL * KERNEL;
+        Conv {
+            weight: self.param([outputs, inputs, KERNEL, KERNEL], fan_in, device),
+            bias: self.param([outputs], fan_in, device),
+        }
     }
 
     fn linear(&mut self, inputs: usize, outputs: usize, device: &Device) -> Linear {
@@ -121,13 +120,51 @@ impl NetConfig {
 impl Net {
     /// [batch, 1, 28, 28] -> logits [batch, classes]
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
-        // ReLU after the pool, where PyTorch's model has it before: max-pooling and ReLU
-        // commute, values and gradients alike, and a quarter of the values pass through it.
-        let x = relu(self.pool.forward(self.conv1.forward(images))); // [b, c1, 12, 12]
-        let x = relu(self.pool.forward(self.conv2.forward(x))); // [b, c2, 4, 4]
+        let x = self.conv1.forward_pooled(images, &self.pool); // [b, c1, 12, 12]
+        let x = self.conv2.forward_pooled(x, &self.pool); // [b, c2, 4, 4]
         let x = x.flatten::<2>(1, 3); // [b, c2·16], in PyTorch's view(-1, c2·16) order
         let x = relu(self.fc1.forward(x)); // [b, hidden]
         self.fc2.forward(x) // [b, classes]
+    }
+}
+
+/// A 5×5 convolution, stride 1, unpadded, as PyTorch's `Conv2d` holds it: `weight`
+/// [out, in, 5, 5] and `bias` [out].
+#[derive(Module, Debug)]
+pub struct Conv {
+    weight: Param<Tensor<4>>,
+    bias: Param<Tensor<1>>,
+}
+
+impl Conv {
+    /// The convolution, a 2×2 max-pool, then ReLU: [b, in, h, w] -> [b, out, (h−4)/2, (w−4)/2].
+    ///
+    /// The bias and ReLU come after the pool, where PyTorch's model has them before: max-pooling
+    /// commutes with both, values and gradients alike, and a quarter of the values pass through
+    /// them. The bias is added over [pixels, channels], the layout burn's GPU convolutions and
+    /// pooling write, so that its gradient is one reduction, with no copy before it.
+    fn forward_pooled(&self, x: Tensor<4>, pool: &MaxPool2d) -> Tensor<4> {
+        let options = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
+        let x = conv2d(unit_channels_last(x), self.weight.val(), None, options);
+        let x = pool.forward(x); // [b, out, h', w']
+        let [batch, channels, height, width] = x.dims();
+        let pixels = x
+            .permute([0, 2, 3, 1])
+            .reshape([batch * height * width, channels]); // [b·h'·w', out]
+        let x = relu(pixels + self.bias.val().unsqueeze());
+        x.reshape([batch, height, width, channels])
+            .permute([0, 3, 1, 2])
+    }
+}
+
+/// `x` [n, 1, h, w] with the same values, its channel stride made 1: burn's GPU convolutions
+/// read channels last, and copy a tensor whose channel stride is not 1, even of a single
+/// channel. Any other tensor is returned as it is. Only for what takes no gradient (the images):
+/// the gradient of this reshape is a copy.
+fn unit_channels_last(x: Tensor<4>) -> Tensor<4> {
+    match x.dims() {
+        [n, 1, h, w] => x.reshape([n, h, w, 1]).permute([0, 3, 1, 2]),
+        _ => x,
     }
 }
 
