@@ -157,6 +157,26 @@ impl Conv {
     }
 }
 
+/// The same tensor, laid out in memory as [out, k, k, in] if it is a convolution's weight
+/// [out, in, k, k] (rank 4), the layout burn's GPU convolutions read it in: they copy it into
+/// that layout otherwise, in the forward pass and again for the input's gradient. Fusion then
+/// keeps the layout through the optimizer's update as long as the update's other inputs, the
+/// optimizer's buffers, are laid out the same way: the gradient comes in a third layout.
+pub(crate) fn channels_last_memory<const D: usize>(tensor: Tensor<D>) -> Tensor<D> {
+    if D != 4 {
+        return tensor;
+    }
+    let dims = tensor.dims();
+    let to_last: [usize; D] = std::array::from_fn(|i| [0, 2, 3, 1][i]);
+    let back: [usize; D] = std::array::from_fn(|i| [0, 3, 1, 2][i]);
+    let last: [usize; D] = std::array::from_fn(|i| dims[to_last[i]]);
+    // A reshape of a permuted tensor is the copy that lays it out.
+    let flat = tensor
+        .permute(to_last)
+        .reshape([dims.iter().product::<usize>()]);
+    flat.reshape(last).permute(back)
+}
+
 /// `x` [n, 1, h, w] with the same values, its channel stride made 1: burn's GPU convolutions
 /// read channels last, and copy a tensor whose channel stride is not 1, even of a single
 /// channel. Any other tensor is returned as it is. Only for what takes no gradient (the images):
@@ -187,6 +207,27 @@ mod tests {
             let net = NetConfig::from(kind).init(&device, 1);
             let logits = net.forward(Tensor::zeros([3, 1, 28, 28], &device));
             assert_eq!(logits.dims(), [3, 10], "{kind}");
+        }
+    }
+
+    /// The layouts made for burn's GPU convolutions change no value (on wgpu, the PyTorch
+    /// parity test trains through them).
+    #[test]
+    fn relaid_tensors_keep_their_values() {
+        let device = Device::flex();
+        let values: Vec<f32> = (0..2 * 3 * 5 * 5).map(|i| i as f32).collect();
+        let tensor = |shape: [usize; 4]| {
+            Tensor::<4>::from_data(TensorData::new(values.clone(), shape), &device)
+        };
+        let weight = tensor([2, 3, 5, 5]);
+        let images = tensor([6, 1, 5, 5]);
+        for relaid in [channels_last_memory(weight), unit_channels_last(images)] {
+            let found = relaid
+                .mul_scalar(1.0)
+                .into_data()
+                .try_to_vec::<f32>()
+                .unwrap();
+            assert_eq!(found, values);
         }
     }
 

@@ -10,6 +10,7 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 
 use crate::config::{OptimizerKind, TrainConfig};
+use crate::model::channels_last_memory;
 
 /// PyTorch's Adam defaults.
 const ADAM_BETAS: (f64, f64) = (0.9, 0.999);
@@ -24,8 +25,9 @@ pub type ParamState = Vec<Tensor<STATE_RANK>>;
 /// would copy it on the GPU at every step.
 pub const STATE_RANK: usize = 4;
 
-/// A flat buffer in the shape of its parameter, `dims` (padded to [`STATE_RANK`]); `None` for a
-/// parameter of a higher rank or another size.
+/// A flat buffer in the shape of its parameter, `dims` (padded to [`STATE_RANK`]), laid out as
+/// the parameter is ([`channels_last_memory`]); `None` for a parameter of a higher rank or
+/// another size.
 pub fn buffer_from_flat(flat: Tensor<1>, dims: &[usize]) -> Option<Tensor<STATE_RANK>> {
     let pad = STATE_RANK.checked_sub(dims.len())?;
     if dims.iter().product::<usize>() != flat.dims()[0] {
@@ -33,7 +35,11 @@ pub fn buffer_from_flat(flat: Tensor<1>, dims: &[usize]) -> Option<Tensor<STATE_
     }
     let mut shape = [1; STATE_RANK];
     shape[pad..].copy_from_slice(dims);
-    Some(flat.reshape(shape))
+    let buffer = flat.reshape(shape);
+    Some(match pad {
+        0 => channels_last_memory(buffer),
+        _ => buffer,
+    })
 }
 
 /// A buffer flattened, as checkpoints hold it (a copy on the GPU, once per checkpoint).
@@ -92,14 +98,19 @@ impl Optimizer {
         let shape = weight.shape();
         let previous = self.state.remove(&name);
         let unpad = |buffer: &Tensor<STATE_RANK>| buffer.clone().reshape(shape.clone());
+        // Buffers start as zeros laid out as their weight is, so that fusion writes the update
+        // in that layout: it lays an output out as most of its inputs' bytes are.
+        let zeros = || channels_last_memory(grad.zeros_like());
         let (delta, state) = match self.kind {
             OptimizerKind::Sgd if self.momentum == 0.0 => (grad.mul_scalar(lr), Vec::new()),
-            // PyTorch: the buffer starts as the first gradient, then b = μ·b + g (no dampening).
+            // PyTorch: the buffer starts as the first gradient, then b = μ·b + g (no dampening);
+            // μ·0 + g is that first gradient.
             OptimizerKind::Sgd => {
                 let velocity = match previous.as_deref() {
-                    Some([velocity]) => unpad(velocity).mul_scalar(self.momentum).add(grad),
-                    _ => grad,
+                    Some([velocity]) => unpad(velocity),
+                    _ => zeros(),
                 };
+                let velocity = velocity.mul_scalar(self.momentum).add(grad);
                 (velocity.clone().mul_scalar(lr), vec![velocity])
             }
             // PyTorch: w -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε).
@@ -107,7 +118,7 @@ impl Optimizer {
                 let (beta1, beta2) = ADAM_BETAS;
                 let (m, v) = match previous.as_deref() {
                     Some([m, v]) => (unpad(m), unpad(v)),
-                    _ => (grad.zeros_like(), grad.zeros_like()),
+                    _ => (zeros(), zeros()),
                 };
                 let m = m
                     .mul_scalar(beta1)

@@ -6,7 +6,7 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 
 use crate::data::{MnistBatch, MnistBatcher, MnistSplit};
-use crate::model::Net;
+use crate::model::{Net, channels_last_memory};
 use crate::optimizer::Optimizer;
 use crate::resident::ResidentSplit;
 use crate::train::CLASSES;
@@ -43,12 +43,13 @@ impl LossConstants {
 }
 
 /// Makes every parameter an autodiff leaf that keeps its gradient: weights made or loaded off
-/// the autodiff device are neither, and moving them to it does not change that.
+/// the autodiff device are neither, and moving them to it does not change that. Convolution
+/// weights are laid out as the GPU's convolutions read them.
 struct TrackGradients;
 
 impl ModuleMapper for TrackGradients {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        param.map(|tensor| tensor.autodiff().require_grad())
+        param.map(|tensor| channels_last_memory(tensor).autodiff().require_grad())
     }
 }
 
