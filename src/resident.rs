@@ -1,6 +1,6 @@
-//! The training set kept on the GPU, so that a step uploads its batch's indices rather than its
-//! images: normalised once, in chunks that each fit in one buffer binding of any WebGPU adapter,
-//! and each batch gathered there.
+//! The training set kept on the GPU, so that a step uploads its batch's indices and labels
+//! rather than its images: normalised once, in chunks that each fit in one buffer binding of any
+//! WebGPU adapter, and each batch gathered there.
 
 use burn::prelude::*;
 use burn::tensor::TensorData;
@@ -17,8 +17,10 @@ const UPLOAD_IMAGES: usize = 4096;
 pub struct ResidentSplit {
     /// [≤ CHUNK_IMAGES, 1, 28, 28] each, normalised; chunk c holds samples from c·CHUNK_IMAGES.
     chunks: Vec<Tensor<4>>,
-    /// [len], class indices.
-    targets: Tensor<1, Int>,
+    /// Class indices, kept on the host: a batch's are uploaded beside its indices, a few bytes a
+    /// sample, where gathering them on the device is a dispatch. (Uploaded in one buffer with
+    /// the indices, sliced apart on the device, they cost a dispatch more, not one less.)
+    labels: Vec<i64>,
     device: Device,
 }
 
@@ -41,10 +43,9 @@ impl ResidentSplit {
                 Tensor::cat(parts, 0)
             })
             .collect();
-        let all: Vec<usize> = (0..len).collect();
         Self {
             chunks,
-            targets: batcher.batch_targets(split, &all),
+            labels: (0..len).map(|i| i64::from(split.label(i))).collect(),
             device: batcher.device().clone(),
         }
     }
@@ -57,12 +58,14 @@ impl ResidentSplit {
 
     /// The samples at `indices` (each below the length it was made with), in that order.
     pub fn batch(&self, indices: &[usize]) -> MnistBatch {
-        let all = self.indices(indices.iter().copied());
-        let targets = self.targets.clone().select(0, all.clone());
         let images = match self.chunks.as_slice() {
-            [chunk] => chunk.clone().select(0, all),
+            [chunk] => chunk
+                .clone()
+                .select(0, self.indices(indices.iter().copied())),
             chunks => self.gather_across(chunks, indices),
         };
+        let labels: Vec<i64> = indices.iter().map(|&i| self.labels[i]).collect();
+        let targets = Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device);
         MnistBatch { images, targets }
     }
 
