@@ -219,8 +219,12 @@ impl ModuleMapper for Relayout {
 /// [out, in, 5, 5] and `bias` [out].
 #[derive(Module, Debug)]
 pub struct Conv {
-    weight: Param<Tensor<4>>,
+    // The bias first, so that the optimizer's update of conv1 starts with a bias's: fusion ends
+    // the backward pass's last kernels with the update's first operation, alone. A bias's is
+    // a reshape of its buffer, which launches nothing; the weight's was the momentum's product,
+    // a kernel of its own every step.
     bias: Param<Tensor<1>>,
+    weight: Param<Tensor<4>>,
 }
 
 impl Conv {
