@@ -53,14 +53,21 @@ impl IntervalReport {
     }
 }
 
-/// Sums by position in the batch, on the device: each position's loss and how many times it was
-/// classed right, [batch, 2]. Adding a step's is one elementwise kernel, and the host sums the
-/// positions once they are read.
-struct Part(Tensor<2>);
+/// Sums by position in the batch and class, on the device, of the steps' [`StepStats`]: each
+/// position's losses and how many times it was classed right. Adding a step's is one
+/// elementwise kernel, and the host sums the positions and classes once they are read.
+struct Part(StepStats);
 
 impl Part {
     fn len(&self) -> usize {
-        self.0.dims()[0]
+        self.0.len()
+    }
+
+    fn add(&mut self, step: &StepStats) {
+        self.0 = StepStats {
+            losses: self.0.losses.clone() + step.losses.clone(),
+            right: self.0.right.clone() + step.right.clone(),
+        };
     }
 }
 
@@ -99,8 +106,7 @@ impl IntervalMeter {
 
     /// Adds the figures of run step `step`, batch `batch` of epoch `epoch`.
     pub fn add(&mut self, stats: &StepStats, epoch: usize, step: usize, batch: usize) {
-        let step_part = Part(stats.samples.clone());
-        let samples = step_part.len();
+        let samples = stats.len();
         let seen = batch * self.batch_size + samples;
         let mut sums = self.open.take().unwrap_or_else(|| Sums {
             report: IntervalReport {
@@ -115,8 +121,11 @@ impl IntervalMeter {
             parts: Vec::new(),
         });
         match sums.parts.last_mut() {
-            Some(part) if part.len() == samples => part.0 = part.0.clone() + step_part.0,
-            _ => sums.parts.push(step_part),
+            Some(part) if part.len() == samples => part.add(stats),
+            _ => sums.parts.push(Part(StepStats {
+                losses: stats.losses.clone(),
+                right: stats.right.clone(),
+            })),
         }
         sums.report = IntervalReport {
             step,
@@ -149,7 +158,8 @@ impl IntervalMeter {
         let ended = std::mem::take(&mut self.ended);
         let mut tensors: Vec<Tensor<1>> = loss.iter().cloned().collect();
         for part in ended.iter().flat_map(|sums| &sums.parts) {
-            tensors.push(part.0.clone().reshape([2 * part.len()]));
+            tensors.push(part.0.losses.clone().flatten(0, 1));
+            tensors.push(part.0.right.clone().flatten(0, 1));
         }
         let values = match tensors.len() {
             0 => return Ok((None, Vec::new())),
@@ -165,19 +175,20 @@ impl IntervalMeter {
             })?;
         let (loss_value, mut rest) = values.split_at(usize::from(loss.is_some()));
         // A part's sums of losses and of right answers.
-        let mut take = |len: usize| -> (f64, f64) {
-            let (these, others) = rest.split_at(2 * len);
+        let mut take = |part: &Part| -> (f64, f64) {
+            let len = part.0.losses.shape().num_elements();
+            let (losses, others) = rest.split_at(len);
+            let (right, others) = others.split_at(len);
             rest = others;
-            these.chunks(2).fold((0.0, 0.0), |(loss, right), pair| {
-                (loss + f64::from(pair[0]), right + f64::from(pair[1]))
-            })
+            let sum = |values: &[f32]| values.iter().copied().map(f64::from).sum();
+            (sum(losses), sum(right))
         };
         let reports = ended
             .into_iter()
             .map(|sums| {
                 let (mut loss, mut correct) = (0.0, 0.0);
                 for part in &sums.parts {
-                    let (part_loss, part_correct) = take(part.len());
+                    let (part_loss, part_correct) = take(part);
                     loss += part_loss;
                     correct += part_correct;
                 }
@@ -199,12 +210,17 @@ mod tests {
 
     use super::*;
 
-    /// A step whose samples each had loss `loss`, classed right where `correct` is 1.
+    /// A step whose samples each had loss `loss`, classed right where `correct` is 1, held at
+    /// their target's column of two, the second.
     fn stats(loss: f32, correct: &[f32]) -> StepStats {
         let device = Device::flex();
-        let samples: Vec<f32> = correct.iter().flat_map(|&right| [loss, right]).collect();
+        let by_class = |values: Vec<f32>| {
+            let len = values.len();
+            Tensor::from_data(TensorData::new(values, [len / 2, 2]), &device)
+        };
         StepStats {
-            samples: Tensor::from_data(TensorData::new(samples, [correct.len(), 2]), &device),
+            losses: by_class(correct.iter().flat_map(|_| [0.0, loss]).collect()),
+            right: by_class(correct.iter().flat_map(|&right| [0.0, right]).collect()),
         }
     }
 

@@ -25,8 +25,6 @@ pub struct Stepper<'a> {
 
 /// What [`cross_entropy`] needs besides the logits and targets, uploaded once.
 pub(crate) struct LossConstants {
-    /// [[1, 0]]: one elementwise kernel writes both columns of the samples.
-    first: Tensor<2>,
     /// [[0, 1, …, 9]]: each class's index, to find the targets' columns.
     classes: Tensor<2>,
 }
@@ -34,7 +32,6 @@ pub(crate) struct LossConstants {
 impl LossConstants {
     pub(crate) fn new(device: &Device) -> Self {
         Self {
-            first: Tensor::from_floats([[1.0, 0.0]], device),
             classes: Tensor::<1, Int>::arange(0..CLASSES as i64, device)
                 .float()
                 .reshape([1, CLASSES]),
@@ -91,17 +88,13 @@ impl<'a> Stepper<'a> {
         let loss = cross_entropy(model.forward(images), targets, &self.loss);
         let grads = GradientsParams::from_grads(loss.backward.backward(), &model);
         let model = optimizer.step(lr, model, grads);
-        let stats = StepStats {
-            samples: loss.samples,
-        };
-        (model, stats)
+        (model, loss.stats)
     }
 }
 
 /// The cross-entropy of a batch, and what to call `backward` on for its gradients.
 pub(crate) struct CrossEntropy {
-    /// Each sample's loss and whether its target has the largest logit (1 or 0) [batch, 2].
-    pub(crate) samples: Tensor<2>,
+    pub(crate) stats: StepStats,
     /// `logits` times the loss's gradient with respect to them, (softmax − one-hot) / batch,
     /// held constant: so the gradient of its sum, which `backward` takes, is that gradient.
     pub(crate) backward: Tensor<2>,
@@ -119,45 +112,53 @@ pub(crate) fn cross_entropy(
     targets: Tensor<1, Int>,
     constants: &LossConstants,
 ) -> CrossEntropy {
-    let LossConstants { first, classes } = constants;
     let [batch, _] = logits.dims();
     let targets = targets.reshape([batch, 1]);
     let values = logits.clone().detach();
     let max = values.clone().max_dim(1); // [batch, 1]
-    let exp = (values.clone() - max.clone()).exp(); // [batch, classes]
+    let shifted = values - max; // [batch, classes], at most 0
+    let exp = shifted.clone().exp(); // [batch, classes]
     let sum = exp.clone().sum_dim(1); // [batch, 1]
     // 1 at the target's column, 0 elsewhere: 1 − |class − target|, at least 0. Arithmetic
     // rather than a comparison, so that fusion takes it into its neighbours' kernels.
-    let one_hot = (classes.clone() - targets.float()).abs().neg();
+    let one_hot = (constants.classes.clone() - targets.float()).abs().neg();
     let one_hot = one_hot.add_scalar(1.0).clamp_min(0.0); // [batch, classes]
-    // Summed rather than gathered, exact as every other term is 0: natively on wgpu (burn
-    // 0.22, fusion and autotune on), a gather here read its indices a row off.
-    let target_logit = (values.clone() * one_hot.clone()).sum_dim(1); // [batch, 1]
-    let loss = sum.clone().log() + max.clone() - target_logit.clone(); // [batch, 1]
-    // Right when the target's logit is the largest: ties count as right.
-    let right = target_logit.clone().zeros_like();
-    let right = right.mask_fill(target_logit.greater_equal(max), 1.0);
-    let samples = loss.clone() * first.clone() + right * (first.clone().neg() + 1.0);
+    // Only the target's column is kept: the loss there is log Σ exp − the shifted logit, and
+    // the sample is right where that logit is the largest (ties count as right).
+    // log Σ exp taken over every column, not once a row: in the browser's build a [batch, 1]
+    // result here is a kernel of its own.
+    let log_sum = (shifted.clone().mul_scalar(0.0) + sum.clone()).log(); // [batch, classes]
+    let losses = (log_sum - shifted.clone()) * one_hot.clone(); // [batch, classes]
+    let right = one_hot.clone().mask_fill(shifted.lower_elem(0.0), 0.0); // [batch, classes]
     let softmax = exp / sum;
     let gradient = (softmax - one_hot).div_scalar(batch as f64);
     CrossEntropy {
-        samples,
+        stats: StepStats { losses, right },
         backward: logits * gradient,
     }
 }
 
-/// A step's figures, left on the device until the loop reads them, all before the update: each
-/// sample's loss and whether the model classed it right (1 or 0) [batch, 2].
+/// A step's figures, left on the device until the loop reads them, all before the update.
+/// Kept by class, [batch, classes], with only each sample's target column non-zero: the sums
+/// over classes are left to whoever reads them, as a sum here would be a reduction every step.
 pub struct StepStats {
-    pub samples: Tensor<2>,
+    /// Each sample's loss, at its target's column.
+    pub losses: Tensor<2>,
+    /// 1 at a sample's target's column where the model classed it right.
+    pub right: Tensor<2>,
 }
 
 impl StepStats {
     /// The batch's mean loss [1]: computed when asked, so that a step whose loss is not read
     /// launches no reduction for it.
     pub fn loss(&self) -> Tensor<1> {
-        let [batch, _] = self.samples.dims();
-        self.samples.clone().slice([0..batch, 0..1]).mean()
+        let [batch, _] = self.losses.dims();
+        self.losses.clone().sum().div_scalar(batch as f64)
+    }
+
+    /// Samples in the batch.
+    pub fn len(&self) -> usize {
+        self.losses.dims()[0]
     }
 }
 
@@ -180,33 +181,40 @@ mod tests {
         let picks = [0, 2, 2, 1];
         let logits = Tensor::<2>::from_floats(rows, &device);
         let targets = Tensor::<1, Int>::from_ints(picks, &device);
-        let first = Tensor::from_floats([[1.0, 0.0]], &device);
         let classes = Tensor::<1, Int>::arange(0..3, &device)
             .float()
             .reshape([1, 3]);
-        let loss = cross_entropy(
-            logits.clone(),
-            targets.clone(),
-            &LossConstants { first, classes },
-        );
+        let stats =
+            cross_entropy(logits.clone(), targets.clone(), &LossConstants { classes }).stats;
         let burns = CrossEntropyLossConfig::new()
             .init(&device)
             .forward(logits, targets);
-        let ours = StepStats {
-            samples: loss.samples.clone(),
-        }
-        .loss();
+        let ours = stats.loss();
         let (ours, burns) = (ours.into_scalar::<f32>(), burns.into_scalar::<f32>());
         assert!((ours - burns).abs() < 1e-6, "{ours} against {burns}");
-        let samples = loss.samples.into_data().try_to_vec::<f32>().unwrap();
-        let (losses, right): (Vec<f32>, Vec<f32>) =
-            samples.chunks(2).map(|pair| (pair[0], pair[1])).unzip();
+        let rows_of = |by_class: Tensor<2>| {
+            let values = by_class.into_data().try_to_vec::<f32>().unwrap();
+            values.chunks(3).map(<[f32]>::to_vec).collect::<Vec<_>>()
+        };
+        let (losses, right) = (rows_of(stats.losses), rows_of(stats.right));
+        // Nothing outside the target's column.
+        for (pick, (loss, right)) in picks.iter().zip(losses.iter().zip(&right)) {
+            for class in (0..3).filter(|class| class != pick) {
+                assert_eq!(
+                    (loss[class], right[class]),
+                    (0.0, 0.0),
+                    "{losses:?} {right:?}"
+                );
+            }
+        }
+        let right: Vec<f32> = right.iter().map(|row| row.iter().sum()).collect();
         assert_eq!(right, [1.0, 0.0, 1.0, 0.0]);
         // Each sample's loss, log Σ exp − the target's logit, worked out here in f64.
         for ((row, pick), loss) in rows.iter().zip(picks).zip(&losses) {
             let log_sum_exp = row.iter().map(|&z: &f64| z.exp()).sum::<f64>().ln();
             let expected = log_sum_exp - row[pick as usize];
-            assert!((f64::from(*loss) - expected).abs() < 1e-6, "{losses:?}");
+            let found = f64::from(loss[pick as usize]);
+            assert!((found - expected).abs() < 1e-6, "{losses:?}");
         }
     }
 
