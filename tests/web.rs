@@ -182,10 +182,12 @@ fn a_cpu_profile_times_a_step_in_the_browser() {
 /// The kernels a lenet step launches on WebGPU, counted over steps that log nothing: on a real
 /// GPU a step's time is made of them. The count does not depend on the batch size (16 here, for
 /// SwiftShader's sake). The ceiling is today's count rounded up, and one, so that a change that adds
-/// kernels to every step is seen (`make bench` has the breakdown by kernel).
+/// kernels to every step is seen (`make bench` has the breakdown by kernel). Fusion runs a step's
+/// last kernels in the next step's submission every second or third step, so a count over 20
+/// steps moves with where it starts: 46.0 to 47.6 today, 46.7 over 100 steps.
 #[wasm_bindgen_test]
 async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today() {
-    const CEILING: f64 = 58.0;
+    const CEILING: f64 = 48.0;
     let device = select_device(BackendChoice::Gpu).await.unwrap();
     let config = TrainConfig {
         epochs: 1,
