@@ -5,6 +5,7 @@ use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 use thiserror::Error;
 
 use crate::metrics::RunMetrics;
@@ -69,25 +70,90 @@ impl ChartTheme {
             .draw()
     }
 
-    /// The series' legend at `position`, in this theme's colours.
-    fn legend<'a, DB, X, Y>(
+    /// The series' legend in a corner of the plotting area, in this theme's colours. Drawn here
+    /// rather than by plotters' series labels, which measure their text with the font alone: in
+    /// a browser, a forced layout of the page for each label. This measures through the backend.
+    fn legend<DB, X, Y>(
         &self,
-        chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
-        position: SeriesLabelPosition,
+        chart: &ChartContext<'_, DB, Cartesian2d<X, Y>>,
+        rows: &[LegendRow],
+        corner: Corner,
     ) -> DrawResult<DB>
     where
-        DB: DrawingBackend + 'a,
+        DB: DrawingBackend,
         X: Ranged,
         Y: Ranged,
     {
-        chart
-            .configure_series_labels()
-            .position(position)
-            .background_style(self.background.mix(0.85))
-            .border_style(self.grid)
-            .label_font(self.font(13))
-            .draw()
+        const INSET: i32 = 10;
+        const PADDING: i32 = 6;
+        const MARK: i32 = 18;
+        const GAP: i32 = 6;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let area = chart.plotting_area().strip_coord_spec();
+        let font = self.font(13);
+        let mut width = 0;
+        let mut row_height = 0;
+        for row in rows {
+            let (w, h) = area.estimate_text_size(&row.label, &font)?;
+            width = width.max(w as i32);
+            row_height = row_height.max(h as i32 + 2);
+        }
+        let (box_width, box_height) = (
+            2 * PADDING + MARK + GAP + width,
+            2 * PADDING + row_height * rows.len() as i32,
+        );
+        let (area_width, area_height) = area.dim_in_pixel();
+        let left = area_width as i32 - INSET - box_width;
+        let top = match corner {
+            Corner::UpperRight => INSET,
+            Corner::LowerRight => area_height as i32 - INSET - box_height,
+        };
+        let bounds = [(left, top), (left + box_width, top + box_height)];
+        area.draw(&Rectangle::new(bounds, self.background.mix(0.85).filled()))?;
+        area.draw(&Rectangle::new(bounds, self.grid))?;
+        let label_font = font.pos(Pos::new(HPos::Left, VPos::Center));
+        for (i, row) in rows.iter().enumerate() {
+            let y = top + PADDING + row_height * i as i32 + row_height / 2;
+            let x = left + PADDING;
+            match row.mark {
+                Mark::Line { color, width } => area.draw(&PathElement::new(
+                    [(x, y), (x + MARK, y)],
+                    color.stroke_width(width),
+                ))?,
+                Mark::Dot(color) => {
+                    area.draw(&Circle::new((x + MARK / 2, y), 4, color.filled()))?
+                }
+            }
+            area.draw(&Text::new(
+                row.label.as_str(),
+                (x + MARK + GAP, y),
+                label_font.clone(),
+            ))?;
+        }
+        Ok(())
     }
+}
+
+/// The corner of the plotting area a legend sits in.
+#[derive(Clone, Copy, Debug)]
+enum Corner {
+    UpperRight,
+    LowerRight,
+}
+
+/// What a legend row shows before its label: the series' line, or its points' dot.
+#[derive(Clone, Copy, Debug)]
+enum Mark {
+    Line { color: RGBAColor, width: u32 },
+    Dot(RGBColor),
+}
+
+#[derive(Clone, Debug)]
+struct LegendRow {
+    label: String,
+    mark: Mark,
 }
 
 /// How much each smoothed point keeps of the one before it (an exponential moving average,
@@ -115,31 +181,41 @@ fn epoch_extent(metrics: &RunMetrics) -> f64 {
 }
 
 /// A series drawn twice: its raw points faint (in the legend as `raw_label`, if any), its
-/// smoothed curve over them (as `label`).
+/// smoothed curve over them (as `label`). Returns its legend rows: none before it has points.
 fn draw_smoothed<DB: DrawingBackend>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     points: &[(f64, f64)],
     color: RGBColor,
     (raw_label, label): (Option<String>, &str),
-) -> DrawResult<DB> {
+) -> Result<Vec<LegendRow>, DrawingAreaErrorKind<DB::ErrorType>> {
     let faint = color.mix(0.3);
-    let raw = chart.draw_series(LineSeries::new(
+    chart.draw_series(LineSeries::new(
         points.iter().copied(),
         faint.stroke_width(1),
     ))?;
-    if let Some(raw_label) = raw_label {
-        raw.label(raw_label)
-            .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], faint.stroke_width(1)));
-    }
     // A run with one point so far has no line yet: a marker.
     if let [point] = points {
         chart.draw_series([Circle::new(*point, 3, color.filled())])?;
     }
-    chart
-        .draw_series(LineSeries::new(smoothed(points), color.stroke_width(2)))?
-        .label(label)
-        .legend(move |(x, y)| PathElement::new([(x, y), (x + 18, y)], color.stroke_width(2)));
-    Ok(())
+    chart.draw_series(LineSeries::new(smoothed(points), color.stroke_width(2)))?;
+    if points.is_empty() {
+        return Ok(Vec::new());
+    }
+    let raw = raw_label.map(|label| LegendRow {
+        label,
+        mark: Mark::Line {
+            color: faint,
+            width: 1,
+        },
+    });
+    let smooth = LegendRow {
+        label: label.to_string(),
+        mark: Mark::Line {
+            color: color.to_rgba(),
+            width: 2,
+        },
+    };
+    Ok(raw.into_iter().chain([smooth]).collect())
 }
 
 /// Training loss of every few steps against epoch.
@@ -168,7 +244,7 @@ pub fn draw_loss<DB: DrawingBackend>(
         1 => "each step".to_string(),
         n => format!("each {n} steps"),
     };
-    draw_smoothed(&mut chart, &points, LOSS_COLOR, (Some(raw), "smoothed"))?;
+    let legend = draw_smoothed(&mut chart, &points, LOSS_COLOR, (Some(raw), "smoothed"))?;
     // Each change of the learning rate: a vertical line where its first step begins, labelled.
     let batches_per_epoch = (metrics.total_steps / metrics.config.epochs.max(1)).max(1);
     for change in &metrics.lr_changes {
@@ -183,7 +259,7 @@ pub fn draw_loss<DB: DrawingBackend>(
             ("sans-serif", 14).into_font().color(&LR_CHANGE_COLOR),
         )])?;
     }
-    theme.legend(&mut chart, SeriesLabelPosition::UpperRight)
+    theme.legend(&chart, &legend, Corner::UpperRight)
 }
 
 /// Test accuracy after each epoch, and training accuracy of every few steps, against epoch.
@@ -217,24 +293,27 @@ pub fn draw_accuracy<DB: DrawingBackend>(
         .y_label_area_size(50)
         .build_cartesian_2d(0.0..epoch_extent(metrics), low..100.0)?;
     theme.mesh(&mut chart, "epoch", "%")?;
-    draw_smoothed(
+    let mut legend = draw_smoothed(
         &mut chart,
         &training,
         TRAIN_ACCURACY_COLOR,
         (None, "training"),
     )?;
-    chart
-        .draw_series(LineSeries::new(
-            test.iter().copied(),
-            ACCURACY_COLOR.stroke_width(2),
-        ))?
-        .label("test")
-        .legend(|(x, y)| Circle::new((x + 9, y), 4, ACCURACY_COLOR.filled()));
+    chart.draw_series(LineSeries::new(
+        test.iter().copied(),
+        ACCURACY_COLOR.stroke_width(2),
+    ))?;
+    if !test.is_empty() {
+        legend.push(LegendRow {
+            label: "test".to_string(),
+            mark: Mark::Dot(ACCURACY_COLOR),
+        });
+    }
     chart.draw_series(
         test.iter()
             .map(|&p| Circle::new(p, 4, ACCURACY_COLOR.filled())),
     )?;
-    theme.legend(&mut chart, SeriesLabelPosition::LowerRight)
+    theme.legend(&chart, &legend, Corner::LowerRight)
 }
 
 #[derive(Debug, Error)]
@@ -316,6 +395,17 @@ mod tests {
         }];
         let svg = render_svg(&metrics).unwrap();
         assert!(svg.contains("lr 0.05"), "the change is labelled");
+    }
+
+    #[test]
+    fn a_run_without_points_draws_its_axes_and_no_legend() {
+        let metrics = RunMetrics::new(TrainConfig::default(), "cpu".into());
+        let svg = render_svg(&metrics).unwrap();
+        let text = |t: &str| svg.matches(&format!(">\n{t}\n</text>")).count();
+        assert_eq!(text("epoch"), 2);
+        for label in ["each step", "smoothed", "training", "test"] {
+            assert_eq!(text(label), 0, "legend {label}");
+        }
     }
 
     #[test]

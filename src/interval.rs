@@ -122,10 +122,7 @@ impl IntervalMeter {
         });
         match sums.parts.last_mut() {
             Some(part) if part.len() == samples => part.add(stats),
-            _ => sums.parts.push(Part(StepStats {
-                losses: stats.losses.clone(),
-                right: stats.right.clone(),
-            })),
+            _ => sums.parts.push(Part(stats.clone())),
         }
         sums.report = IntervalReport {
             step,

@@ -17,10 +17,6 @@ const UPLOAD_IMAGES: usize = 4096;
 pub struct ResidentSplit {
     /// [≤ CHUNK_IMAGES, 1, 28, 28] each, normalised; chunk c holds samples from c·CHUNK_IMAGES.
     chunks: Vec<Tensor<4>>,
-    /// Class indices, kept on the host: a batch's are uploaded beside its indices, a few bytes a
-    /// sample, where gathering them on the device is a dispatch. (Uploaded in one buffer with
-    /// the indices, sliced apart on the device, they cost a dispatch more, not one less.)
-    labels: Vec<i64>,
     device: Device,
 }
 
@@ -45,7 +41,6 @@ impl ResidentSplit {
             .collect();
         Self {
             chunks,
-            labels: (0..len).map(|i| i64::from(split.label(i))).collect(),
             device: batcher.device().clone(),
         }
     }
@@ -56,17 +51,26 @@ impl ResidentSplit {
         Tensor::from_data(TensorData::new(values, [len]), &self.device)
     }
 
-    /// The samples at `indices` (each below the length it was made with), in that order.
-    pub fn batch(&self, indices: &[usize]) -> MnistBatch {
+    /// The samples at `indices` of `split` (each below the length it was made with), in that
+    /// order. Their labels are uploaded by `batcher` beside the indices, a few bytes a sample,
+    /// where gathering them on the device is a dispatch. (Uploaded in one buffer with the
+    /// indices, sliced apart on the device, they cost a dispatch more, not one less.)
+    pub fn batch(
+        &self,
+        batcher: &MnistBatcher,
+        split: &MnistSplit,
+        indices: &[usize],
+    ) -> MnistBatch {
         let images = match self.chunks.as_slice() {
             [chunk] => chunk
                 .clone()
                 .select(0, self.indices(indices.iter().copied())),
             chunks => self.gather_across(chunks, indices),
         };
-        let labels: Vec<i64> = indices.iter().map(|&i| self.labels[i]).collect();
-        let targets = Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device);
-        MnistBatch { images, targets }
+        MnistBatch {
+            images,
+            targets: batcher.batch_targets(split, indices),
+        }
     }
 
     /// A batch whose samples lie in several chunks: gathered chunk by chunk, then put back in
@@ -119,7 +123,7 @@ mod tests {
             vec![3, 1, 2],
             vec![last, 0, CHUNK_IMAGES, 5, CHUNK_IMAGES - 1],
         ] {
-            let ours = resident.batch(&indices);
+            let ours = resident.batch(&batcher, &split, &indices);
             let host = batcher.batch(&split, &indices);
             let values = |batch: MnistBatch| {
                 let images: Vec<f32> = batch.images.into_data().iter::<f32>().collect();

@@ -82,7 +82,7 @@ impl<'a> Stepper<'a> {
         indices: &[usize],
     ) -> (Net, StepStats) {
         let MnistBatch { images, targets } = match &self.resident {
-            Some(resident) => resident.batch(indices),
+            Some(resident) => resident.batch(&self.batcher, self.split, indices),
             None => self.batcher.batch(self.split, indices),
         };
         let loss = cross_entropy(model.forward(images), targets, &self.loss);
@@ -141,6 +141,7 @@ pub(crate) fn cross_entropy(
 /// A step's figures, left on the device until the loop reads them, all before the update.
 /// Kept by class, [batch, classes], with only each sample's target column non-zero: the sums
 /// over classes are left to whoever reads them, as a sum here would be a reduction every step.
+#[derive(Clone)]
 pub struct StepStats {
     /// Each sample's loss, at its target's column.
     pub losses: Tensor<2>,

@@ -2,6 +2,7 @@
 //! worker (src/worker), which the page asks through [`trainer::Trainer`]; the main thread only
 //! draws what it reports.
 
+mod canvas;
 mod controls;
 mod current;
 mod dom;
@@ -219,6 +220,7 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
             .unwrap_or(engines.browser.clone())
     };
     session.borrow_mut().trainer = trainer.clone();
+    run::draw_empty().await;
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer
         .ask_reporting(Download {}, move |downloaded| {

@@ -5,16 +5,18 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use plotters::prelude::IntoDrawingArea;
-use plotters_canvas::CanvasBackend;
-use web_sys::{HtmlElement, HtmlInputElement, HtmlProgressElement};
+use web_sys::{HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlProgressElement};
 
+use super::canvas::ChartCanvas;
 use super::dom::{self, by_id, set_text};
 use super::engine::{EngineChoice, token, use_engine};
+use super::form::form_config;
 use super::phase::Phase;
 use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
 use crate::chart::{self, ChartTheme};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
+use crate::platform::yield_now;
 use crate::session::protocol::{Follow, Followed, RunEnded, RunFiles, Train};
 use crate::train::TrainEvent;
 
@@ -24,8 +26,8 @@ const REDRAW_MS: f64 = 250.0;
 const CHART_POINTS: usize = 2000;
 
 /// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
-pub fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<CanvasBackend>) {
-    let Some(backend) = CanvasBackend::new(canvas) else {
+fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<ChartCanvas>) {
+    let Some(backend) = ChartCanvas::new(by_id::<HtmlCanvasElement>(canvas)) else {
         return;
     };
     let area = backend.into_drawing_area();
@@ -67,7 +69,7 @@ struct Charts {
 
 impl Charts {
     const CANVASES: [&str; 2] = ["loss-chart", "accuracy-chart"];
-    const DRAW: [chart::DrawFn<CanvasBackend>; 2] = [chart::draw_loss, chart::draw_accuracy];
+    const DRAW: [chart::DrawFn<ChartCanvas>; 2] = [chart::draw_loss, chart::draw_accuracy];
 
     fn new() -> Self {
         Self {
@@ -97,10 +99,20 @@ impl Charts {
         self.next = 1 - chart;
     }
 
-    /// Both charts, now: at the start and the end of a run.
-    fn draw_all(&mut self, metrics: &RunMetrics) {
+    /// A new run's charts: the loss now, the accuracy with the run's first event (in a task of
+    /// its own).
+    fn start(&mut self, metrics: &RunMetrics) {
         self.draw_one(0, metrics);
-        self.draw_one(1, metrics);
+        self.stale[1] = true;
+        self.next = 1;
+        self.drawn_at = 0.0;
+    }
+
+    /// Both charts, each in a task of its own: at the end of a run, and before the first.
+    async fn draw_in_turn(charts: &RefCell<Self>, metrics: &RefCell<RunMetrics>) {
+        charts.borrow_mut().draw_one(0, &metrics.borrow());
+        yield_now().await;
+        charts.borrow_mut().draw_one(1, &metrics.borrow());
     }
 
     fn draw_one(&mut self, chart: usize, metrics: &RunMetrics) {
@@ -115,6 +127,15 @@ impl Charts {
             let _ = figures.set("draws", &self.draws.to_string());
         }
     }
+}
+
+/// The charts' axes before any run, for the form's settings: each in a task of its own, while
+/// MNIST downloads, so that a run's first redraw is not the charts' first (the browser compiles
+/// their code on its first call).
+pub async fn draw_empty() {
+    let config = form_config().unwrap_or_default();
+    let metrics = RefCell::new(RunMetrics::new(config, String::new()));
+    Charts::draw_in_turn(&RefCell::new(Charts::new()), &metrics).await;
 }
 
 /// Shows an event's figures and says whether the charts have news.
@@ -212,7 +233,7 @@ impl LiveRun {
         let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
         let metrics = RunMetrics::new(config.clone(), backend);
         let mut charts = Charts::new();
-        charts.draw_all(&metrics);
+        charts.start(&metrics);
         Self {
             session: session.clone(),
             config,
@@ -255,7 +276,7 @@ impl LiveRun {
         session: &Shared,
         ended: Result<RunEnded, PageError>,
     ) -> Result<(), PageError> {
-        self.charts.borrow_mut().draw_all(&self.metrics.borrow());
+        Charts::draw_in_turn(&self.charts, &self.metrics).await;
         let RunEnded {
             outcome,
             weights,

@@ -49,7 +49,13 @@ const mainThreadSince = (page, since) => page.evaluate((since) => ({
 async function open(query) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.addInitScript(watchMainThread);
-  page.on('console', (m) => m.type() === 'error' && console.log('page console:', m.text()));
+  // What the page logs as errors: a test that expects none asserts on it.
+  page.consoleErrors = [];
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    page.consoleErrors.push(m.text());
+    console.log('page console:', m.text());
+  });
   await page.goto(`${base}/${query}`);
   await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
   return page;
@@ -99,6 +105,9 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     console.log(`main thread while training (${backend}): ${longTasks.length} tasks over 50 ms`
       + `${longTasks.length ? `, the longest ${longest.toFixed(0)} ms` : ''}; longest event-loop gap ${longestGap.toFixed(1)} ms`);
     assert.deepEqual(longTasks, [], `main-thread tasks over 50 ms while training: ${longTasks}`);
+    // Nothing the page does is refused by its Content-Security-Policy or fails on the console
+    // (plotters' text measuring used to be, at every label of every redraw).
+    assert.deepEqual(page.consoleErrors, []);
     assert.deepEqual(page.workers().map((w) => new URL(w.url()).pathname), ['/worker.js'], 'one training worker');
     await page.screenshot({ path: new URL(`page-${backend}.png`, screenshots).pathname, fullPage: true });
 
@@ -839,7 +848,13 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
   const ui = await startUi(out);
   try {
     const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
-    page.on('console', (m) => m.type() === 'error' && console.log('page console:', m.text()));
+    // What the page logs as errors: a test that expects none asserts on it.
+  page.consoleErrors = [];
+  page.on('console', (m) => {
+    if (m.type() !== 'error') return;
+    page.consoleErrors.push(m.text());
+    console.log('page console:', m.text());
+  });
     // The link's settings after the token.
     await page.goto(`${ui.url}&epochs=1&train_limit=12800&test_limit=200&log_interval=5&backend=native`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
