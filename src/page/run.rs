@@ -266,7 +266,11 @@ impl LiveRun {
             if show_event(&event, &metrics, total) {
                 charts.news();
             }
-            charts.update(&metrics);
+            // An epoch's end fills the confusion matrix: the charts wait for the next event, so
+            // that each stays a short task on the main thread.
+            if !matches!(event, TrainEvent::Epoch(_)) {
+                charts.update(&metrics);
+            }
         }
     }
 
