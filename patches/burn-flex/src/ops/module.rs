@@ -2,7 +2,7 @@
 //!
 //! These operations power neural network modules like convolutions and pooling.
 
-use crate::ops::{conv, conv_transpose, deform_conv, interpolate, pool};
+use crate::ops::{conv, conv_transpose, conv_weight_grad, deform_conv, interpolate, pool};
 use crate::{Flex, FlexTensor, Layout};
 use burn_backend::{
     DType, Element, TensorMetadata,
@@ -73,6 +73,18 @@ impl ModuleOps<Flex> for Flex {
             DType::BF16 => conv::conv2d_bf16(x, weight, bias, &options),
             dtype => panic!("conv2d: unsupported dtype {:?}", dtype),
         }
+    }
+
+    // webtrain patch: burn-backend's default runs this as a convolution with batch and
+    // channels swapped, a single GEMM tile for few input channels (see PATCH.md).
+    fn conv2d_weight_backward(
+        x: FloatTensor<Flex>,
+        weight: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Flex> {
+        let (x, options) = pad_asymmetric_conv_input::<Flex, 2>(x, options);
+        conv_weight_grad::conv2d_weight_backward(x, output_grad, &weight.shape(), &options)
     }
 
     fn deform_conv2d(

@@ -262,13 +262,28 @@ where
 
     let spatial_out = out_d * out_h * out_w;
     let x_data: &[T] = x.storage();
+    // webtrain patch: every window inside the input (no padding or dilation, and ceil_mode
+    // adds no partial window), as in LeNet's 2x2 pools. The whole kernel is then valid for
+    // every output, and valid_range_maxpool's integer divisions, three per output, were most
+    // of the op's time.
+    let inside = |out: usize, kernel: usize, stride: usize, input: usize| {
+        out == 0 || (out - 1) * stride + kernel <= input
+    };
+    let whole_windows = padding == [0; 3]
+        && dilation == [1; 3]
+        && inside(out_d, kernel_d, stride_d, in_d)
+        && inside(out_h, kernel_h, stride_h, in_h)
+        && inside(out_w, kernel_w, stride_w, in_w);
     let kernel = |od: usize, oh: usize, ow: usize, x_offset: usize| {
-        let (kd_start, kd_end) =
-            valid_range_maxpool(od, kernel_d, stride_d, pad_d, dilation_d, in_d);
-        let (kh_start, kh_end) =
-            valid_range_maxpool(oh, kernel_h, stride_h, pad_h, dilation_h, in_h);
-        let (kw_start, kw_end) =
-            valid_range_maxpool(ow, kernel_w, stride_w, pad_w, dilation_w, in_w);
+        let ((kd_start, kd_end), (kh_start, kh_end), (kw_start, kw_end)) = if whole_windows {
+            ((0, kernel_d), (0, kernel_h), (0, kernel_w))
+        } else {
+            (
+                valid_range_maxpool(od, kernel_d, stride_d, pad_d, dilation_d, in_d),
+                valid_range_maxpool(oh, kernel_h, stride_h, pad_h, dilation_h, in_h),
+                valid_range_maxpool(ow, kernel_w, stride_w, pad_w, dilation_w, in_w),
+            )
+        };
 
         let mut max_val = neg_inf;
         let mut max_idx: i64 = -1;
