@@ -167,17 +167,20 @@ struct Work<T> {
     columns: Vec<T>,
     /// [out_channels, samples · positions]
     grads: Vec<T>,
+    /// One GEMM's product, [out_channels, group_rows]
+    product: Vec<T>,
 }
 
 impl<T> Work<T>
 where
-    T: bytemuck::Pod + Copy + Default + 'static + One,
+    T: bytemuck::Pod + Copy + Default + Add<Output = T> + 'static + One,
 {
     fn new(dims: &Dims, samples: usize) -> Self {
         let k = samples * dims.positions();
         Self {
             columns: vec![T::default(); dims.in_channels * dims.kernel[0] * dims.kernel[1] * k],
             grads: vec![T::default(); dims.out_channels * k],
+            product: vec![T::default(); dims.out_channels * dims.group_rows()],
         }
     }
 
@@ -229,33 +232,39 @@ where
             gemm::Parallelism::None
         };
         for group in 0..dims.groups {
-            let dst =
-                &mut partial[group * out_per_group * group_rows..][..out_per_group * group_rows];
+            let len = out_per_group * group_rows;
+            let product = &mut self.product[..len];
             let lhs = &grads[group * out_per_group * k..][..out_per_group * k];
             let rhs = &columns[group * group_rows * k..][..group_rows * k];
-            // dst[out, rows] += lhs[out, k] · rhs[rows, k]ᵀ
+            // product[out, rows] = lhs[out, k] · rhs[rows, k]ᵀ, then added to the partial
+            // here: gemm's own accumulation into its destination rounds differently on x86
+            // (FMA) and in wasm, and the page's CPU curve must stay the native one's.
             unsafe {
                 gemm::gemm(
                     out_per_group,
                     group_rows,
                     k,
-                    dst.as_mut_ptr(),
+                    product.as_mut_ptr(),
                     1,
                     group_rows as isize,
-                    true,
+                    false,
                     lhs.as_ptr(),
                     1,
                     k as isize,
                     rhs.as_ptr(),
                     k as isize,
                     1,
-                    T::one(),
+                    T::default(),
                     T::one(),
                     false,
                     false,
                     false,
                     parallelism,
                 );
+            }
+            let dst = &mut partial[group * len..][..len];
+            for (sum, value) in dst.iter_mut().zip(product.iter()) {
+                *sum = *sum + *value;
             }
         }
     }
