@@ -8,10 +8,9 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::Distribution;
 use burn::tensor::module::{
-    conv_transpose2d, conv2d, conv2d_weight_backward, max_pool2d_with_indices,
-    max_pool2d_with_indices_backward,
+    conv2d, conv2d_weight_backward, max_pool2d_with_indices, max_pool2d_with_indices_backward,
 };
-use burn::tensor::ops::{ConvOptions, ConvTransposeOptions, MaxPoolOptions};
+use burn::tensor::ops::{ConvOptions, MaxPoolOptions};
 use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
@@ -135,11 +134,15 @@ fn lone_ops(model: ModelKind, b: usize, repeats: usize) -> Vec<OpTime> {
     let [c1, c2, hidden] = NetConfig::from(model).widths();
     let random = |shape: Vec<usize>| Tensor::<4>::random(shape, Distribution::Default, &device);
     let conv = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
-    let transpose = ConvTransposeOptions::new([1, 1], [0, 0], [0, 0], [1, 1], 1);
     let pool = || MaxPoolOptions::new([2, 2]).with_stride([2, 2]);
     let (images, w1) = (random(vec![b, 1, 28, 28]), random(vec![c1, 1, 5, 5]));
     let (a1, w2) = (random(vec![b, c1, 24, 24]), random(vec![c2, c1, 5, 5]));
     let (p1, a2) = (random(vec![b, c1, 12, 12]), random(vec![b, c2, 8, 8]));
+    // burn exposes a convolution's input gradient only through autodiff.
+    let tracked = Device::flex().autodiff();
+    let p1_tracked = Tensor::<4>::from_data(p1.to_data(), &tracked);
+    let w2_tracked = Tensor::<4>::from_data(w2.to_data(), &tracked);
+    let a2_tracked = Tensor::<4>::from_data(a2.to_data(), &tracked);
     let (_, i1) = max_pool2d_with_indices(a1.clone(), pool());
     let (_, i2) = max_pool2d_with_indices(a2.clone(), pool());
     let flat = c2 * 16;
@@ -177,9 +180,12 @@ fn lone_ops(model: ModelKind, b: usize, repeats: usize) -> Vec<OpTime> {
             }),
         ),
         op(
-            "conv2 input gradient",
+            "conv2 forward and input gradient (autodiff)",
             time(repeats, || {
-                conv_transpose2d(a2.clone(), w2.clone(), None, transpose.clone())
+                let x = p1_tracked.clone().require_grad();
+                let out = conv2d(x.clone(), w2_tracked.clone(), None, conv.clone());
+                let grads = (out * a2_tracked.clone()).sum().backward();
+                x.grad(&grads)
             }),
         ),
         op(

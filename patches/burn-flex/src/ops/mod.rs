@@ -98,8 +98,8 @@ pub mod comparison;
 mod conv_common;
 pub mod conv;
 pub mod conv_transpose;
-// webtrain patch: the conv2d weight gradient as im2col GEMMs (see PATCH.md).
-pub mod conv_weight_grad;
+// webtrain patch: conv2d and its gradients as im2col GEMMs (see PATCH.md).
+pub mod conv2d_gemm;
 pub mod cumulative;
 pub mod deform_conv;
 pub mod expand;

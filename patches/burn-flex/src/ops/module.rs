@@ -2,7 +2,7 @@
 //!
 //! These operations power neural network modules like convolutions and pooling.
 
-use crate::ops::{conv, conv_transpose, conv_weight_grad, deform_conv, interpolate, pool};
+use crate::ops::{conv, conv_transpose, conv2d_gemm, deform_conv, interpolate, pool};
 use crate::{Flex, FlexTensor, Layout};
 use burn_backend::{
     DType, Element, TensorMetadata,
@@ -75,6 +75,17 @@ impl ModuleOps<Flex> for Flex {
         }
     }
 
+    // webtrain patch: burn-backend's default runs this as a transposed convolution, which
+    // flex computes one sample at a time (see PATCH.md).
+    fn conv2d_x_backward(
+        x: FloatTensor<Flex>,
+        weight: FloatTensor<Flex>,
+        output_grad: FloatTensor<Flex>,
+        options: ConvOptions<2>,
+    ) -> FloatTensor<Flex> {
+        conv2d_gemm::input_grad::conv2d_x_backward(&x.shape(), weight, output_grad, &options)
+    }
+
     // webtrain patch: burn-backend's default runs this as a convolution with batch and
     // channels swapped, a single GEMM tile for few input channels (see PATCH.md).
     fn conv2d_weight_backward(
@@ -84,7 +95,7 @@ impl ModuleOps<Flex> for Flex {
         options: ConvOptions<2>,
     ) -> FloatTensor<Flex> {
         let (x, options) = pad_asymmetric_conv_input::<Flex, 2>(x, options);
-        conv_weight_grad::conv2d_weight_backward(x, output_grad, &weight.shape(), &options)
+        conv2d_gemm::weight_grad::conv2d_weight_backward(x, output_grad, &weight.shape(), &options)
     }
 
     fn deform_conv2d(
