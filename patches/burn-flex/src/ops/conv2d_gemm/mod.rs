@@ -9,9 +9,9 @@
 //! output rows; each tile's input patches are gathered (im2col) into one matrix, so each GEMM
 //! sees hundreds of positions and the patch buffer stays bounded whatever the image size.
 //!
-//! Every GEMM writes its product and plain code adds it where it goes: letting gemm accumulate
-//! into its destination (`read_dst`) rounds differently in its x86 kernels and in wasm, and
-//! webtrain's page and native CPU engines must compute bit for bit alike.
+//! Every GEMM writes its product and plain code adds it where it goes, the same code natively
+//! and in wasm. gemm itself rounds differently there (its x86 kernels fuse each multiply-add,
+//! its wasm ones do not), so webtrain's two CPU engines agree closely, not bit for bit.
 
 pub mod forward;
 pub mod input_grad;
