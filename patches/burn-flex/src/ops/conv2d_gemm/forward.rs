@@ -9,7 +9,7 @@ use burn_backend::DType;
 use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape};
 
-use super::{Dims, Float, Matrix, Tile, for_each_chunk, gather_patches, gemm};
+use super::{Dims, Float, Matrix, Tile, TileBuffers, for_each_chunk, gather_patches, gemm};
 use crate::{FlexTensor, Layout};
 
 /// flex's generic 3D convolution path, for the 2D and 1D convolutions it runs as 3D ones
@@ -82,81 +82,63 @@ pub(crate) fn conv<T: Float>(dims: &Dims, x: &[T], weight: &[T], bias: Option<&[
         &mut output,
         sample_len,
         dims.chunk_samples(),
-        || Work::new(dims),
+        || TileBuffers::new(dims),
         |work, first, chunk, alone| {
             let samples = first..first + chunk.len() / sample_len;
             for tile in dims.tiles(samples) {
-                work.tile(dims, x, weight, bias, &tile, chunk, first, alone);
+                run_tile(work, dims, x, weight, bias, &tile, chunk, first, alone);
             }
         },
     );
     output
 }
 
-/// One task's buffers.
-struct Work<T> {
-    /// The tile's patches, [rows, k]
-    columns: Vec<T>,
-    /// The tile's outputs, [out_channels, k]
-    product: Vec<T>,
-}
-
-impl<T: Float> Work<T> {
-    fn new(dims: &Dims) -> Self {
-        let k = dims.max_tile_len();
-        Self {
-            columns: vec![T::default(); dims.rows() * k],
-            product: vec![T::default(); dims.out_channels * k],
-        }
+/// Computes the tile's outputs into `output`, which holds samples from `first` on.
+#[allow(clippy::too_many_arguments)]
+fn run_tile<T: Float>(
+    buffers: &mut TileBuffers<T>,
+    dims: &Dims,
+    x: &[T],
+    weight: &[T],
+    bias: Option<&[T]>,
+    tile: &Tile,
+    output: &mut [T],
+    first: usize,
+    alone: bool,
+) {
+    let k = tile.len(dims);
+    let columns = &mut buffers.columns[..dims.rows() * k];
+    gather_patches(dims, x, tile, columns);
+    let (out_per_group, group_rows) = (dims.out_per_group(), dims.group_rows());
+    for group in 0..dims.groups {
+        let lhs = Matrix {
+            data: &weight[group * out_per_group * group_rows..][..out_per_group * group_rows],
+            row_stride: group_rows,
+            col_stride: 1,
+        };
+        let rhs = Matrix {
+            data: &columns[group * group_rows * k..][..group_rows * k],
+            row_stride: k,
+            col_stride: 1,
+        };
+        let dst = &mut buffers.channels[group * out_per_group * k..][..out_per_group * k];
+        gemm(dst, [out_per_group, k, group_rows], lhs, rhs, alone);
     }
 
-    /// Computes the tile's outputs into `output`, which holds samples from `first` on.
-    #[allow(clippy::too_many_arguments)]
-    fn tile(
-        &mut self,
-        dims: &Dims,
-        x: &[T],
-        weight: &[T],
-        bias: Option<&[T]>,
-        tile: &Tile,
-        output: &mut [T],
-        first: usize,
-        alone: bool,
-    ) {
-        let k = tile.len(dims);
-        let columns = &mut self.columns[..dims.rows() * k];
-        gather_patches(dims, x, tile, columns);
-        let (out_per_group, group_rows) = (dims.out_per_group(), dims.group_rows());
-        for group in 0..dims.groups {
-            let lhs = Matrix {
-                data: &weight[group * out_per_group * group_rows..][..out_per_group * group_rows],
-                row_stride: group_rows,
-                col_stride: 1,
-            };
-            let rhs = Matrix {
-                data: &columns[group * group_rows * k..][..group_rows * k],
-                row_stride: k,
-                col_stride: 1,
-            };
-            let dst = &mut self.product[group * out_per_group * k..][..out_per_group * k];
-            gemm(dst, [out_per_group, k, group_rows], lhs, rhs, alone);
-        }
-
-        let sample_len = tile.sample_len(dims);
-        for (slot, sample) in tile.samples.clone().enumerate() {
-            for oc in 0..dims.out_channels {
-                let at = ((sample - first) * dims.out_channels + oc) * dims.positions()
-                    + tile.plane_offset(dims);
-                let dst = &mut output[at..][..sample_len];
-                let src = &self.product[oc * k + slot * sample_len..][..sample_len];
-                match bias {
-                    Some(bias) => {
-                        for (out, value) in dst.iter_mut().zip(src) {
-                            *out = *value + bias[oc];
-                        }
+    let sample_len = tile.sample_len(dims);
+    for (slot, sample) in tile.samples.clone().enumerate() {
+        for oc in 0..dims.out_channels {
+            let at = ((sample - first) * dims.out_channels + oc) * dims.positions()
+                + tile.plane_offset(dims);
+            let dst = &mut output[at..][..sample_len];
+            let src = &buffers.channels[oc * k + slot * sample_len..][..sample_len];
+            match bias {
+                Some(bias) => {
+                    for (out, value) in dst.iter_mut().zip(src) {
+                        *out = *value + bias[oc];
                     }
-                    None => dst.copy_from_slice(src),
                 }
+                None => dst.copy_from_slice(src),
             }
         }
     }

@@ -17,7 +17,8 @@ use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape, bf16, f16};
 
 use super::{
-    Dims, Float, Matrix, Tile, dims4, for_each_chunk, gather_outputs, gemm, scatter_patches,
+    Dims, Float, Matrix, Tile, TileBuffers, dims4, for_each_chunk, gather_outputs, gemm,
+    scatter_patches,
 };
 use crate::ops::module::{cast_from_f32, cast_to_f32};
 use crate::{FlexTensor, Layout};
@@ -90,65 +91,47 @@ pub(crate) fn input_grad<T: Float>(dims: &Dims, weight: &[T], g: &[T]) -> Vec<T>
         &mut grad,
         sample_len,
         dims.chunk_samples(),
-        || Work::new(dims),
+        || TileBuffers::new(dims),
         |work, first, chunk, alone| {
             let samples = first..first + chunk.len() / sample_len;
             for tile in dims.tiles(samples) {
-                work.tile(dims, weight, g, &tile, chunk, first, alone);
+                run_tile(work, dims, weight, g, &tile, chunk, first, alone);
             }
         },
     );
     grad
 }
 
-/// One task's buffers.
-struct Work<T> {
-    /// The tile's output gradients, [out_channels, k]
-    grads: Vec<T>,
-    /// What each kernel position passes back, [rows, k]
-    columns: Vec<T>,
-}
-
-impl<T: Float> Work<T> {
-    fn new(dims: &Dims) -> Self {
-        let k = dims.max_tile_len();
-        Self {
-            grads: vec![T::default(); dims.out_channels * k],
-            columns: vec![T::default(); dims.rows() * k],
-        }
+/// Adds the tile's share of dX into `grad`, which holds samples from `first` on.
+#[allow(clippy::too_many_arguments)]
+fn run_tile<T: Float>(
+    buffers: &mut TileBuffers<T>,
+    dims: &Dims,
+    weight: &[T],
+    g: &[T],
+    tile: &Tile,
+    grad: &mut [T],
+    first: usize,
+    alone: bool,
+) {
+    let k = tile.len(dims);
+    let grads = &mut buffers.channels[..dims.out_channels * k];
+    gather_outputs(dims, g, tile, grads);
+    let (out_per_group, group_rows) = (dims.out_per_group(), dims.group_rows());
+    for group in 0..dims.groups {
+        // The group's weight, [out_per_group, group_rows], read transposed.
+        let lhs = Matrix {
+            data: &weight[group * out_per_group * group_rows..][..out_per_group * group_rows],
+            row_stride: 1,
+            col_stride: group_rows,
+        };
+        let rhs = Matrix {
+            data: &grads[group * out_per_group * k..][..out_per_group * k],
+            row_stride: k,
+            col_stride: 1,
+        };
+        let dst = &mut buffers.columns[group * group_rows * k..][..group_rows * k];
+        gemm(dst, [group_rows, k, out_per_group], lhs, rhs, alone);
     }
-
-    /// Adds the tile's share of dX into `grad`, which holds samples from `first` on.
-    #[allow(clippy::too_many_arguments)]
-    fn tile(
-        &mut self,
-        dims: &Dims,
-        weight: &[T],
-        g: &[T],
-        tile: &Tile,
-        grad: &mut [T],
-        first: usize,
-        alone: bool,
-    ) {
-        let k = tile.len(dims);
-        let grads = &mut self.grads[..dims.out_channels * k];
-        gather_outputs(dims, g, tile, grads);
-        let (out_per_group, group_rows) = (dims.out_per_group(), dims.group_rows());
-        for group in 0..dims.groups {
-            // The group's weight, [out_per_group, group_rows], read transposed.
-            let lhs = Matrix {
-                data: &weight[group * out_per_group * group_rows..][..out_per_group * group_rows],
-                row_stride: 1,
-                col_stride: group_rows,
-            };
-            let rhs = Matrix {
-                data: &grads[group * out_per_group * k..][..out_per_group * k],
-                row_stride: k,
-                col_stride: 1,
-            };
-            let dst = &mut self.columns[group * group_rows * k..][..group_rows * k];
-            gemm(dst, [group_rows, k, out_per_group], lhs, rhs, alone);
-        }
-        scatter_patches(dims, &self.columns[..dims.rows() * k], tile, grad, first);
-    }
+    scatter_patches(dims, &buffers.columns[..dims.rows() * k], tile, grad, first);
 }

@@ -17,6 +17,8 @@ pub mod forward;
 pub mod input_grad;
 pub mod weight_grad;
 
+use alloc::vec;
+use alloc::vec::Vec;
 use core::ops::{Add, Range};
 
 use burn_backend::ops::ConvOptions;
@@ -152,21 +154,17 @@ impl Dims {
     /// The tiles of a range of samples, in order: the whole range at once, or each sample's
     /// bands of output rows when a sample alone has more than `TARGET_K` positions.
     pub fn tiles(&self, samples: Range<usize>) -> impl Iterator<Item = Tile> {
-        let dims = *self;
-        let banded = dims.positions() > TARGET_K;
-        let whole = (!banded).then(|| Tile {
-            samples: samples.clone(),
-            out_rows: 0..dims.out_h,
-        });
-        let bands = samples.filter(move |_| banded).flat_map(move |sample| {
-            (0..dims.out_h)
-                .step_by(dims.band_rows())
-                .map(move |start| Tile {
-                    samples: sample..sample + 1,
-                    out_rows: start..(start + dims.band_rows()).min(dims.out_h),
-                })
-        });
-        whole.into_iter().chain(bands)
+        let (out_h, end) = (self.out_h, samples.end);
+        let (per_tile, rows) = match self.positions() > TARGET_K {
+            true => (1, self.band_rows()),
+            false => (samples.len().max(1), out_h.max(1)),
+        };
+        samples.step_by(per_tile).flat_map(move |first| {
+            (0..out_h).step_by(rows).map(move |start| Tile {
+                samples: first..(first + per_tile).min(end),
+                out_rows: start..(start + rows).min(out_h),
+            })
+        })
     }
 
     /// The columns of the output that kernel column `j` meets inside the input: `[first, end)`.
@@ -217,6 +215,25 @@ impl Tile {
     /// Where the tile's rows start in a sample's output plane.
     pub fn plane_offset(&self, dims: &Dims) -> usize {
         self.out_rows.start * dims.out_w
+    }
+}
+
+/// One task's scratch for its tiles: the patch matrix and a row per output channel.
+pub(crate) struct TileBuffers<T> {
+    /// [rows, k]: the tile's input patches (forward, weight gradient) or what each kernel
+    /// position passes back (input gradient)
+    pub columns: Vec<T>,
+    /// [out_channels, k]: the tile's outputs (forward) or output gradients (both gradients)
+    pub channels: Vec<T>,
+}
+
+impl<T: Float> TileBuffers<T> {
+    pub fn new(dims: &Dims) -> Self {
+        let k = dims.max_tile_len();
+        Self {
+            columns: vec![T::default(); dims.rows() * k],
+            channels: vec![T::default(); dims.out_channels * k],
+        }
     }
 }
 

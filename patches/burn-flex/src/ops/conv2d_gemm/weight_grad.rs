@@ -16,7 +16,7 @@ use burn_backend::DType;
 use burn_backend::ops::ConvOptions;
 use burn_std::{Bytes, Shape, bf16, f16};
 
-use super::{Dims, Float, Matrix, Tile, dims4, gather_outputs, gather_patches, gemm};
+use super::{Dims, Float, Matrix, Tile, TileBuffers, dims4, gather_outputs, gather_patches, gemm};
 use crate::ops::module::{cast_from_f32, cast_to_f32};
 use crate::{FlexTensor, Layout};
 
@@ -119,22 +119,17 @@ pub(crate) fn weight_grad_of<T: Float>(dims: &Dims, x: &[T], g: &[T]) -> Vec<T> 
     grad
 }
 
-/// One thread's buffers: a tile's patches and output gradients, side by side.
+/// One thread's buffers: a tile's patches and output gradients, and one GEMM's product.
 struct Work<T> {
-    /// [rows, k]
-    columns: Vec<T>,
-    /// [out_channels, k]
-    grads: Vec<T>,
-    /// One GEMM's product, [out_channels / groups, group_rows]
+    buffers: TileBuffers<T>,
+    /// [out_channels / groups, group_rows]
     product: Vec<T>,
 }
 
 impl<T: Float> Work<T> {
     fn new(dims: &Dims) -> Self {
-        let k = dims.max_tile_len();
         Self {
-            columns: vec![T::default(); dims.rows() * k],
-            grads: vec![T::default(); dims.out_channels * k],
+            buffers: TileBuffers::new(dims),
             product: vec![T::default(); dims.out_per_group() * dims.group_rows()],
         }
     }
@@ -150,8 +145,8 @@ impl<T: Float> Work<T> {
         alone: bool,
     ) {
         let k = tile.len(dims);
-        let columns = &mut self.columns[..dims.rows() * k];
-        let grads = &mut self.grads[..dims.out_channels * k];
+        let columns = &mut self.buffers.columns[..dims.rows() * k];
+        let grads = &mut self.buffers.channels[..dims.out_channels * k];
         gather_patches(dims, x, tile, columns);
         gather_outputs(dims, g, tile, grads);
 
