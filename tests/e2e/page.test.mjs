@@ -869,7 +869,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     console.log('page console:', m.text());
   });
     // The link's settings after the token.
-    await page.goto(`${ui.url}&epochs=1&train_limit=12800&test_limit=200&log_interval=5&backend=native`);
+    await page.goto(`${ui.url}&epochs=1&train_limit=60000&test_limit=200&log_interval=5&backend=native`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
     assert.equal(await page.inputValue('#backend-choice'), 'native');
     assert.equal(await page.textContent('#native-option'), 'native — CPU');
@@ -880,8 +880,8 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     await page.reload();
     await page.waitForSelector('body[data-state="training"]', { timeout: 180_000 });
     assert.match(await page.textContent('#backend'), /^native — CPU/);
-    assert.equal(await page.inputValue('#train-limit'), '12800');
-    assert.match(await page.textContent('#log'), /^Train Epoch: 1 \[0\/12800 \(0%\)\]/m, 'the log before the reload');
+    assert.equal(await page.inputValue('#train-limit'), '60000');
+    assert.match(await page.textContent('#log'), /^Train Epoch: 1 \[0\/60000 \(0%\)\]/m, 'the log before the reload');
     const seen = Number(await page.textContent('#step'));
     await page.waitForFunction((s) => Number(document.querySelector('#step').textContent) > s, seen);
     // Steered from another tab, opened on the bare URL (its backend `auto`, which is the
@@ -903,10 +903,10 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     await other.close();
     await page.waitForSelector('body[data-state="stopped"]', { timeout: 120_000 });
     const steps = Number(await page.textContent('#step'));
-    assert.ok(steps < 200, `stopped early, after ${steps} steps`);
-    // An interval is 3 steps here (200 steps an epoch): every interval since the start is drawn.
+    assert.ok(steps < 938, `stopped early, after ${steps} steps`);
+    // An interval is 14 steps here (938 steps an epoch): every interval since the start is drawn.
     const points = await page.$eval('#loss-chart', (c) => Number(c.dataset.points));
-    assert.ok(points >= Math.floor(steps / 3), `the whole run is charted: ${points} points, ${steps} steps`);
+    assert.ok(points >= Math.floor(steps / 14), `the whole run is charted: ${points} points, ${steps} steps`);
     // Its files, written under --out as the CLI writes them, linked from the page.
     const links = await page.$$eval('#run-files a', (as) => as.map((a) => [a.textContent, a.href]));
     assert.deepEqual(links.map(([name]) => name).sort(),
@@ -915,7 +915,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     for (const [name] of links) assert.ok(existsSync(new URL(`${folder}/${name}`, `file://${out}`)), `${name} in --out`);
     const metricsLink = links.find(([name]) => name === 'metrics.json')[1];
     const metrics = await (await fetch(metricsLink)).json();
-    assert.equal(metrics.config.train_limit, 12800);
+    assert.equal(metrics.config.train_limit, 60000);
     assert.equal((await fetch(metricsLink.replace(/\?token=.*/, ''))).status, 401, 'not without the token');
     // The model downloads from the page, and the CLI evaluates it.
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
