@@ -7,6 +7,8 @@ export WASM_BINDGEN_TEST_TIMEOUT ?= 900
 CHROMEDRIVER ?= /usr/bin/chromedriver
 # The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
+# Every wasm build is threaded: a pinned nightly with -Zbuild-std (scripts/wasm.sh says why).
+WASM := scripts/wasm.sh
 
 .PHONY: serve ui train test bench bench-gpu soak fuzz check-pytorch data
 
@@ -15,13 +17,13 @@ data:
 
 serve: data
 	scripts/setup.sh trunk
-	trunk serve --release --offline
+	$(WASM) trunk serve --release --offline
 
 # The page and a native engine it trains on (this machine's GPU, or every core): prints the
 # page's URL with its token. Flags through ARGS, e.g. make ui ARGS="--out runs --open".
 ui: data
 	scripts/setup.sh trunk
-	trunk build --release --offline
+	$(WASM) trunk build --release --offline
 	cargo build --release
 	$(CARGO_TARGET_DIR)/release/webtrain ui --dist dist $(ARGS)
 
@@ -32,14 +34,14 @@ train: data
 test: data
 	scripts/setup.sh trunk browser e2e
 	cargo test
-	wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback --test web_corpus --test web_device_lost --test web_protocol
+	$(WASM) wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback --test web_corpus --test web_device_lost --test web_protocol
 	scripts/e2e.sh
 
 # Speed against PyTorch (native) and TensorFlow.js (same headless Chromium): bench/RESULTS.md.
 bench: data
 	scripts/setup.sh trunk browser bench
 	cargo build --release
-	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
+	$(WASM) trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
 	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py
 
 # On a machine with an NVIDIA GPU: webtrain on wgpu (Vulkan) against PyTorch with CUDA, batch 64
@@ -54,7 +56,7 @@ bench-gpu: data
 soak: data
 	scripts/setup.sh trunk browser soak
 	cargo build --release
-	trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
+	$(WASM) trunk build --release --offline --dist $(CARGO_TARGET_DIR)/bench-dist
 	BENCH_DIST=$(CARGO_TARGET_DIR)/bench-dist python3 bench/soak.py
 
 # libFuzzer on the IDX parser and on the weights and checkpoint loaders, FUZZ_SECONDS each,

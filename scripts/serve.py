@@ -3,12 +3,16 @@
 Trunk.toml's [serve.headers], read from there so that the two never differ. The end-to-end tests
 and the benchmarks serve the page with it.
 
-  python3 scripts/serve.py DIST PORT
+  python3 scripts/serve.py DIST PORT [--not-isolated]
+
+--not-isolated leaves out the two headers that make the page cross-origin isolated (COOP, COEP),
+as a host that sends only the defaults would: the page then trains on one CPU thread.
 """
 import functools, http.server, sys, tomllib
 from pathlib import Path
 
 HEADERS = tomllib.loads((Path(__file__).parent.parent / "Trunk.toml").read_text())["serve"]["headers"]
+ISOLATION = ("Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy")
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
@@ -23,5 +27,7 @@ class Handler(http.server.SimpleHTTPRequestHandler):
 
 if __name__ == "__main__":
     dist, port = sys.argv[1], int(sys.argv[2])
+    if "--not-isolated" in sys.argv[3:]:
+        HEADERS = {name: value for name, value in HEADERS.items() if name not in ISOLATION}
     handler = functools.partial(Handler, directory=dist)
     http.server.ThreadingHTTPServer(("127.0.0.1", port), handler).serve_forever()

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what the Makefile's targets need, skipping whatever is already there.
-#   scripts/setup.sh wasm      wasm32 target, wasm-bindgen-cli 0.2.130, wasm-pack
+#   scripts/setup.sh wasm      the page's nightly toolchain (scripts/wasm.sh) with rust-src and
+#                              wasm32, wasm-bindgen-cli 0.2.130, wasm-pack
 #   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
 #   scripts/setup.sh e2e       playwright-core and axe-core for the end-to-end tests (npm, no browser download)
@@ -17,8 +18,13 @@ TRUNK_VERSION=0.21.14
 has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -q "$2"; }
 
 setup_wasm() {
-  rustup target list --installed | grep -qx wasm32-unknown-unknown ||
-    rustup target add wasm32-unknown-unknown
+  local toolchain
+  toolchain=$(scripts/wasm.sh --toolchain)
+  # rust-src: std is rebuilt with atomics. wasm32's prebuilt std: wasm-pack looks for it.
+  rustup toolchain list | grep -q "^$toolchain" &&
+    rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' ||
+    rustup toolchain install "$toolchain" --profile minimal --component rust-src \
+      --target wasm32-unknown-unknown
   has_version wasm-bindgen "$WASM_BINDGEN_VERSION" ||
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
   has_version wasm-pack "$WASM_PACK_VERSION" ||

@@ -11,6 +11,7 @@ use thiserror::Error;
 
 use crate::config::ModelKind;
 use crate::model::NetConfig;
+use crate::platform::{CpuThreads, cpu_threads};
 
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +58,8 @@ pub struct TrainDevice {
     /// The graphics API and adapter, e.g. "Vulkan — NVIDIA H200", or "CPU (flex)".
     pub adapter: String,
     pub reason: String,
+    /// What the CPU backend computes on: the trainer on the CPU, the host side on a GPU.
+    pub threads: CpuThreads,
     /// The GPU's `maxStorageBufferBindingSize`: the most bytes one tensor may take.
     pub max_buffer_bytes: Option<u64>,
 }
@@ -204,6 +207,7 @@ fn cpu(reason: String) -> TrainDevice {
         kind: BackendKind::Cpu,
         adapter: "CPU (flex)".to_string(),
         reason,
+        threads: cpu_threads(),
         max_buffer_bytes: None,
     }
 }
@@ -214,6 +218,7 @@ fn gpu(adapter: GpuAdapter, reason: String) -> TrainDevice {
         kind: BackendKind::Gpu,
         adapter: adapter.description,
         reason,
+        threads: cpu_threads(),
         max_buffer_bytes: Some(adapter.max_buffer_bytes),
     }
 }
@@ -273,7 +278,7 @@ impl fmt::Display for TrainDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self.kind {
             BackendKind::Gpu => f.write_str(&self.adapter),
-            BackendKind::Cpu => write!(f, "CPU — {}", self.reason),
+            BackendKind::Cpu => write!(f, "CPU, {} — {}", self.threads, self.reason),
         }
     }
 }

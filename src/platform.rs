@@ -1,4 +1,7 @@
-//! Waiting, the one thing the training loop does differently in a browser and natively.
+//! Waiting and threads, what the training loop and the CPU backend do differently in a
+//! browser and natively.
+
+use std::fmt;
 
 /// Hands control back to the event loop between steps, so that the worker hears the page (and
 /// a page that trains on its main thread, as the wasm tests do, stays responsive). A message to
@@ -95,8 +98,9 @@ pub fn process_memory_bytes() -> Option<u64> {
 pub fn process_memory_bytes() -> Option<u64> {
     use wasm_bindgen::JsCast;
     let memory: js_sys::WebAssembly::Memory = wasm_bindgen::memory().dyn_into().ok()?;
-    let buffer: js_sys::ArrayBuffer = memory.buffer().dyn_into().ok()?;
-    Some(buffer.byte_length() as u64)
+    // A SharedArrayBuffer in a threaded build, an ArrayBuffer otherwise: both have byteLength.
+    let length = js_sys::Reflect::get(&memory.buffer(), &"byteLength".into()).ok()?;
+    length.as_f64().map(|bytes| bytes as u64)
 }
 
 /// What a JavaScript exception says.
@@ -108,4 +112,127 @@ pub fn js_error(value: wasm_bindgen::JsValue) -> String {
         .map(|e| String::from(e.message()))
         .or_else(|| value.as_string())
         .unwrap_or_else(|| format!("{value:?}"))
+}
+
+/// The threads the CPU backend computes on and, where it is one, why not more.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CpuThreads {
+    pub count: usize,
+    pub limit: Option<String>,
+}
+
+impl fmt::Display for CpuThreads {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match (self.count, &self.limit) {
+            (1, None) => f.write_str("1 thread"),
+            (1, Some(why)) => write!(f, "1 thread ({why})"),
+            (count, _) => write!(f, "{count} threads"),
+        }
+    }
+}
+
+/// Natively, rayon's global pool: one thread a core unless `RAYON_NUM_THREADS` says otherwise.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn cpu_threads() -> CpuThreads {
+    CpuThreads {
+        count: rayon::current_num_threads(),
+        limit: None,
+    }
+}
+
+/// In the browser, the pool [`start_cpu_threads`] started, if it was called in this module's
+/// instance; otherwise (the page's window, the wasm tests) rayon runs on the calling thread.
+#[cfg(target_arch = "wasm32")]
+pub fn cpu_threads() -> CpuThreads {
+    web_threads::POOL.get().cloned().unwrap_or(CpuThreads {
+        count: 1,
+        limit: Some("no thread pool runs here".to_string()),
+    })
+}
+
+#[cfg(target_arch = "wasm32")]
+pub use web_threads::start_cpu_threads;
+
+/// Threads in the browser: Web Workers that share this instance's memory (wasm-bindgen-rayon),
+/// which the browser allows only on a cross-origin-isolated page.
+#[cfg(target_arch = "wasm32")]
+mod web_threads {
+    use std::sync::OnceLock;
+
+    use wasm_bindgen::JsCast;
+    use wasm_bindgen_futures::JsFuture;
+
+    use super::{CpuThreads, js_error};
+
+    pub(super) static POOL: OnceLock<CpuThreads> = OnceLock::new();
+
+    /// Starts rayon's global pool, a thread a core, in the worker that trains; once, before
+    /// any CPU work. Where it cannot, the CPU backend runs on the worker's own thread and the
+    /// result says why.
+    pub async fn start_cpu_threads() -> CpuThreads {
+        let threads = match pool_size() {
+            Err(limit) => CpuThreads {
+                count: 1,
+                limit: Some(limit),
+            },
+            Ok(count) => match JsFuture::from(wasm_bindgen_rayon::init_thread_pool(count)).await {
+                Ok(_) => CpuThreads { count, limit: None },
+                Err(error) => CpuThreads {
+                    count: 1,
+                    limit: Some(format!("its threads did not start: {}", js_error(error))),
+                },
+            },
+        };
+        POOL.get_or_init(|| threads).clone()
+    }
+
+    fn pool_size() -> Result<usize, String> {
+        let global = js_sys::global();
+        let scope = global
+            .dyn_ref::<web_sys::WorkerGlobalScope>()
+            .ok_or("threads start from the training worker only")?;
+        // Shared memory crosses to another worker only on a cross-origin-isolated page (the
+        // COOP and COEP headers, README "The page").
+        let isolated = js_sys::Reflect::get(&global, &"crossOriginIsolated".into())
+            .ok()
+            .and_then(|value| value.as_bool())
+            .unwrap_or(false);
+        if !isolated {
+            return Err("the page is not cross-origin isolated".to_string());
+        }
+        match scope.navigator().hardware_concurrency() as usize {
+            0 | 1 => Err("the browser reports one core".to_string()),
+            cores => Ok(cores),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_thread_count_reads_as_the_backend_line_says_it() {
+        let one = |limit: Option<&str>| CpuThreads {
+            count: 1,
+            limit: limit.map(str::to_string),
+        };
+        assert_eq!(one(None).to_string(), "1 thread");
+        assert_eq!(
+            one(Some("the page is not cross-origin isolated")).to_string(),
+            "1 thread (the page is not cross-origin isolated)"
+        );
+        let several = CpuThreads {
+            count: 8,
+            limit: None,
+        };
+        assert_eq!(several.to_string(), "8 threads");
+    }
+
+    #[cfg(not(target_arch = "wasm32"))]
+    #[test]
+    fn natively_the_cpu_backend_has_rayons_threads() {
+        assert_eq!(cpu_threads().count, rayon::current_num_threads());
+        assert_eq!(cpu_threads().limit, None);
+    }
 }

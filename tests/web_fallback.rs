@@ -31,8 +31,11 @@ async fn a_failed_webgpu_init_selects_the_cpu_and_says_why() {
         "{}",
         device.reason
     );
+    // No pool was started in this window, so the line says the CPU computes on one thread.
     assert!(
-        device.to_string().starts_with("CPU — no GPU adapter"),
+        device
+            .to_string()
+            .starts_with("CPU, 1 thread (no thread pool runs here) — no GPU adapter"),
         "{device}"
     );
     let forced = select_device(BackendChoice::Gpu).await.unwrap_err();

@@ -47,7 +47,8 @@ fn post(envelope: Envelope) {
     }
 }
 
-/// The worker's entry point: answers each request the page posts, in its own task.
+/// The worker's entry point: starts the CPU backend's threads, then answers each request the
+/// page posts, in its own task. The page asks nothing before [`Notice::Ready`].
 pub fn start() {
     std::panic::set_hook(Box::new(|info| {
         web_sys::console::error_1(&info.to_string().into());
@@ -55,6 +56,14 @@ pub fn start() {
             why: info.to_string(),
         }));
     }));
+    wasm_bindgen_futures::spawn_local(async {
+        let threads = crate::platform::start_cpu_threads().await;
+        web_sys::console::info_1(&format!("webtrain: the CPU backend has {threads}").into());
+        listen();
+    });
+}
+
+fn listen() {
     let session = Session::new(Browser);
     let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
         let request = match Envelope::from_js(&event.data()) {

@@ -46,7 +46,7 @@ const mainThreadSince = (page, since) => page.evaluate((since) => ({
   longestGap: Math.max(0, ...window.loopGaps.filter(([at]) => at >= since).map(([, gap]) => gap)),
 }), since);
 
-async function open(query) {
+async function open(query, at = base) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.addInitScript(watchMainThread);
   // What the page logs as errors: a test that expects none asserts on it.
@@ -56,10 +56,17 @@ async function open(query) {
     page.consoleErrors.push(m.text());
     console.log('page console:', m.text());
   });
-  await page.goto(`${base}/${query}`);
+  await page.goto(`${at}/${query}`);
   await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
   return page;
 }
+
+// The page's training worker (web/worker.js). The CPU backend's threads are workers too, started
+// by the training worker from `blob:` URLs.
+const isTrainingWorker = (worker) => new URL(worker.url()).pathname === '/worker.js';
+const trainingWorker = async (page) => page.workers().find(isTrainingWorker)
+  ?? await page.waitForEvent('worker', isTrainingWorker);
+const threadWorkers = (page) => page.workers().filter((w) => new URL(w.url()).protocol === 'blob:');
 
 // Opaque pixels of the canvas close to `rgb`: 0 on a blank canvas.
 const pixels = (page, id, rgb) => page.$eval(`#${id}`, (canvas, [r, g, b]) => {
@@ -118,7 +125,11 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     // Nothing the page does is refused by its Content-Security-Policy or fails on the console
     // (plotters' text measuring used to be, at every label of every redraw).
     assert.deepEqual(page.consoleErrors, []);
-    assert.deepEqual(page.workers().map((w) => new URL(w.url()).pathname), ['/worker.js'], 'one training worker');
+    assert.equal(page.workers().filter(isTrainingWorker).length, 1, 'one training worker');
+    // The page is cross-origin isolated (the COOP and COEP headers), so the CPU backend
+    // computes on a thread a core: workers that share the training worker's memory.
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    assert.equal(threadWorkers(page).length, cores, 'a CPU thread a core');
     await page.screenshot({ path: new URL(`page-${backend}.png`, screenshots).pathname, fullPage: true });
 
     const backendText = await page.textContent('#backend');
@@ -126,6 +137,7 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     const speed = await page.textContent('#speed');
     const log = await page.textContent('#log');
     console.log(`backend ${backendText}: test accuracy ${accuracy}, ${speed} samples/s`);
+    if (backend === 'auto') assert.match(backendText, new RegExp(`^CPU, ${cores} threads — `));
     assert.match(log, /^Train Epoch: 1 \[0\/3840 \(0%\)\]\tLoss: \d+\.\d{6}$/m);
     assert.match(log, /^Test set: Average loss: \d+\.\d{4}, Accuracy: \d+\/500 \(\d+\.\d{2}%\)$/m);
     assert.ok(parseFloat(accuracy) > 85, `test accuracy ${accuracy}`);
@@ -502,8 +514,10 @@ test('the page and its worker are served with the headers a <meta> cannot give',
   // The worker takes its policy from its own script's response: another origin is refused
   // there too, though that origin serves (the same server under another name) and no-cors
   // would let it answer; its own origin is not.
-  const [worker] = page.workers();
-  assert.ok(worker, 'the training worker runs');
+  assert.equal(headers['cross-origin-opener-policy'], 'same-origin');
+  assert.equal(headers['cross-origin-embedder-policy'], 'require-corp');
+  assert.equal(await page.evaluate(() => self.crossOriginIsolated), true);
+  const worker = await trainingWorker(page);
   const other = base.replace('127.0.0.1', 'localhost');
   const fetched = await worker.evaluate(async ([own, other]) => {
     const violations = [];
@@ -527,7 +541,7 @@ test('the page and its worker are served with the headers a <meta> cannot give',
 
 // The page's training worker, with what the page asks it recorded in `self.asked`.
 async function recordedWorker(page) {
-  const worker = page.workers()[0] ?? await page.waitForEvent('worker');
+  const worker = await trainingWorker(page);
   await worker.evaluate(() => {
     self.asked = [];
     const answer = self.onmessage;
@@ -557,6 +571,49 @@ test('one run at a time: a double click starts one run, and the worker refuses a
   assert.equal((await page.textContent('#log')).match(/Test set:/g).length, 1);
   assert.equal(await page.textContent('#error'), '');
   await page.close();
+});
+
+// The page as a host that sends only the defaults serves it: scripts/serve.py without COOP and
+// COEP, on a port of its own.
+async function serveNotIsolated() {
+  const { spawn } = await import('node:child_process');
+  const dist = process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', root).pathname;
+  const port = Number(new URL(base).port) + 1;
+  const server = spawn('python3', ['scripts/serve.py', dist, String(port), '--not-isolated'],
+    { cwd: root.pathname, stdio: 'inherit' });
+  const url = `http://127.0.0.1:${port}`;
+  for (let tries = 0; ; tries++) {
+    try {
+      await fetch(`${url}/`);
+      break;
+    } catch (error) {
+      if (tries > 50) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  }
+  return { url, stop: () => server.kill() };
+}
+
+test('a page that is not cross-origin isolated trains on one CPU thread and says why', { timeout: 900_000 }, async () => {
+  const server = await serveNotIsolated();
+  try {
+    // The run of "trains lenet from a shared link (auto)", on the CPU: its samples/s against
+    // that run's, one thread against a thread a core.
+    const page = await open('?epochs=1&train_limit=3840&test_limit=500&lr=0.05&backend=cpu', server.url);
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 900_000 });
+    const backendText = await page.textContent('#backend');
+    console.log(`backend ${backendText}: ${await page.textContent('#speed')} samples/s`);
+    assert.equal(backendText,
+      'CPU, 1 thread (the page is not cross-origin isolated) — the CPU backend was asked for');
+    assert.equal(threadWorkers(page).length, 0, 'no thread workers');
+    assert.ok(parseFloat(await page.textContent('#test-accuracy')) > 85);
+    assert.deepEqual(page.consoleErrors, []);
+    await page.close();
+  } finally {
+    server.stop();
+  }
 });
 
 test('my own files wait for MNIST\'s download and for the run', { timeout: 300_000 }, async () => {
@@ -621,7 +678,7 @@ test('a worker whose script fails to load is said, not left loading', async () =
 
 test('a worker that crashes mid-run: the page says so, offers a reload and waits for nothing', { timeout: 300_000 }, async () => {
   const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&model=lenet-small&backend=cpu');
-  const worker = page.workers()[0];
+  const worker = await trainingWorker(page);
   await page.click('#start');
   await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 2);
   await worker.evaluate(() => { setTimeout(() => { throw new Error('boom in the worker'); }); });
@@ -644,7 +701,7 @@ test('an evaluation answered after Start does not overwrite the run\'s figures',
   await page.click('#start');
   await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
   // The worker answers the evaluation 2 s late, as a slow device would: during the new run.
-  const worker = page.workers()[0];
+  const worker = await trainingWorker(page);
   await worker.evaluate(() => {
     const post = self.postMessage.bind(self);
     self.postMessage = (message, transfer) => {
