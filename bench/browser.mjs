@@ -96,6 +96,16 @@ const median = (xs) => {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 };
 
+// The worker script with the counting wrapper, and the real response's headers: the worker
+// takes its cross-origin isolation (COEP), and with it the CPU backend's threads, from them.
+async function withCountedWorker(route, timing) {
+  const response = await route.fetch();
+  await route.fulfill({ response, contentType: 'text/javascript', body: countedWorker(timing) });
+}
+
+// The page's training worker; the CPU backend's threads are workers too (blob: URLs).
+const trainingWorker = (page) => page.workers().find((w) => new URL(w.url()).pathname === '/worker.js');
+
 // Times the page as a user meets it: Start clicked, steps shown. The loss is read back every
 // `steps` steps, so windows run between steps at which the device has caught up.
 // With `timing`, each dispatch is also timed on the GPU (a run of its own: timing adds work).
@@ -109,7 +119,7 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
   const query = `?epochs=1&train_limit=${(last + 1) * 64}&test_limit=100&batch_size=64`
     + `&log_interval=${steps}&backend=${backend}`;
   const page = await browser.newPage();
-  await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: countedWorker(timing) }));
+  await page.route('**/worker.js', (route) => withCountedWorker(route, timing));
   try {
     const loading = Date.now();
     await page.goto(`${base}/${query}`);
@@ -135,11 +145,11 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
       adapter: document.getElementById('backend').textContent,
       error: document.getElementById('error').textContent,
     }));
-    const counts = await page.workers()[0]?.evaluate(() => globalThis.stepCounts).catch(() => null);
+    const counts = await trainingWorker(page)?.evaluate(() => globalThis.stepCounts).catch(() => null);
     // The last timestamps are read back a moment after their submit.
     if (timing) await page.waitForTimeout(2000);
     const times = timing
-      ? await page.workers()[0]?.evaluate(() => globalThis.gpuTimingOn && globalThis.gpuTimes).catch(() => null)
+      ? await trainingWorker(page)?.evaluate(() => globalThis.gpuTimingOn && globalThis.gpuTimes).catch(() => null)
       : null;
     await page.click('#stop').catch(() => {});
     if (!(last in shown)) return { framework: 'webtrain', backend, adapter, ok: false, error: `page ${state}: ${error}` };
@@ -161,11 +171,11 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
 // Where a CPU step's time goes in the page's worker (src/op_profile.rs), on its MNIST.
 export async function profilePageCpu(browser, base, repeats) {
   const page = await browser.newPage();
-  await page.route('**/worker.js', (route) => route.fulfill({ contentType: 'text/javascript', body: countedWorker(false) }));
+  await page.route('**/worker.js', (route) => withCountedWorker(route, false));
   try {
     await page.goto(`${base}/?backend=cpu`);
     await page.waitForSelector('body[data-state="ready"]', { timeout: 300_000 });
-    const answer = await page.workers()[0].evaluate(
+    const answer = await trainingWorker(page).evaluate(
       (repeats) => globalThis.askWorker({ ProfileCpu: { model: 'lenet', batch: 64, repeats } }), repeats);
     return answer.Answer ?? { error: JSON.stringify(answer) };
   } finally {

@@ -5,7 +5,7 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use wasm_bindgen::{Clamped, JsCast};
+use wasm_bindgen::JsCast;
 use web_sys::{
     CanvasRenderingContext2d, Element, HtmlCanvasElement, HtmlProgressElement, ImageData,
     PointerEvent,
@@ -184,7 +184,9 @@ pub fn wire_confusion(session: &Shared) {
 fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
     let rgba: Vec<u8> = pixels.iter().flat_map(|&p| [p, p, p, 255]).collect();
     let side = IMAGE_SIDE as u32;
-    if let Ok(image) = ImageData::new_with_u8_clamped_array_and_sh(Clamped(&rgba), side, side) {
+    // A copy out of the wasm memory: shared (threads), it is refused by ImageData.
+    let rgba = js_sys::Uint8ClampedArray::from(rgba.as_slice());
+    if let Ok(image) = ImageData::new_with_js_u8_clamped_array_and_sh(&rgba, side, side) {
         let _ = context(canvas).put_image_data(&image, 0.0, 0.0);
     }
 }

@@ -48,8 +48,9 @@ impl Transport {
                     .map_err(js_error)
             }
             Transport::Socket(socket) => {
-                let mut bytes = envelope.to_bytes()?;
-                socket.send_with_u8_array(&mut bytes).map_err(js_error)
+                // A copy out of the wasm memory: shared (threads), it is refused by send().
+                let bytes = js_sys::Uint8Array::from(envelope.to_bytes()?.as_slice());
+                socket.send_with_js_u8_array(&bytes).map_err(js_error)
             }
         }
     }

@@ -155,6 +155,16 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
       (fs) => fs.map((f) => [f.className, f.querySelector('figcaption').textContent]));
     assert.ok(figures.length >= 24, `${figures.length} digits in the gallery`);
     for (const [kind, caption] of figures) assert.match(caption, kind === 'mistake' ? /^\d, is \d$/ : /^\d$/);
+    // Each digit is drawn: white strokes on its canvas (ImageData refuses a view of the shared
+    // wasm memory, so the page hands it a copy).
+    const drawn = await page.$$eval('#gallery canvas', (canvases) => canvases.map((c) => {
+      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      let white = 0;
+      for (let i = 0; i < data.length; i += 4) if (data[i] > 200 && data[i + 3] === 255) white++;
+      return white;
+    }));
+    assert.equal(drawn.length, figures.length, 'a canvas a digit');
+    assert.ok(drawn.every((white) => white > 5), `white pixels of each digit: ${drawn}`);
     // A number of the matrix opens its digits: the most frequent mistake's, by keyboard.
     const cell = await page.$$eval('#confusion button[data-truth]', (buttons) => buttons
       .filter((b) => b.dataset.truth !== b.dataset.guess)
@@ -495,7 +505,9 @@ test('the page loads nothing from other origins: its CSP refuses them', async ()
   assert.match(policy, /default-src 'self'/);
   assert.match(policy, /script-src 'self' 'wasm-unsafe-eval' 'sha256-[A-Za-z0-9+/]+=*'/);
   assert.doesNotMatch(policy, /unsafe-inline|SCRIPT_HASHES/);
-  assert.deepEqual(requests.filter((url) => !url.startsWith(`${base}/`) && !url.startsWith('data:')), []);
+  // The CPU backend's thread workers start from blob: URLs of the page's own origin.
+  const own = (url) => url.startsWith(`${base}/`) || url.startsWith(`blob:${base}/`) || url.startsWith('data:');
+  assert.deepEqual(requests.filter((url) => !own(url)), []);
   // The hashed loader ran (the page is ready); a request elsewhere is refused by the policy.
   const outcome = await page.evaluate(() => fetch('http://127.0.0.2:9/x').then(() => 'fetched', (e) => e.name));
   assert.equal(outcome, 'TypeError');
@@ -577,12 +589,20 @@ test('one run at a time: a double click starts one run, and the worker refuses a
 // COEP, on a port of its own.
 async function serveNotIsolated() {
   const { spawn } = await import('node:child_process');
+  const { createServer } = await import('node:net');
   const dist = process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', root).pathname;
-  const port = Number(new URL(base).port) + 1;
+  // A port free now: another server on it would be the one this test drives.
+  const port = await new Promise((resolve) => {
+    const probe = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
   const server = spawn('python3', ['scripts/serve.py', dist, String(port), '--not-isolated'],
     { cwd: root.pathname, stdio: 'inherit' });
   const url = `http://127.0.0.1:${port}`;
   for (let tries = 0; ; tries++) {
+    if (server.exitCode !== null) throw new Error(`serve.py exited with ${server.exitCode}`);
     try {
       await fetch(`${url}/`);
       break;
