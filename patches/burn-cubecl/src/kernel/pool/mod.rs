@@ -1,0 +1,3 @@
+mod base;
+
+pub(crate) use base::*;
