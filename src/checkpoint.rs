@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::config::{ConfigError, OptimizerKind, TrainConfig};
-use crate::model::{Net, NetConfig};
+use crate::model::{Layout, Net, NetConfig, pytorch_layout};
 use crate::optimizer::{Optimizer, buffer_from_flat, flat_buffer};
 
 /// Longer than any run within the settings' bounds takes (10,000 epochs of MNIST at 36
@@ -145,10 +145,11 @@ impl ModuleVisitor for Parameters {
     }
 
     fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let tensor = param.val();
-        let dims = tensor.dims().to_vec();
+        let name = self.path.join(".");
+        let dims = param.dims().to_vec();
+        let tensor = pytorch_layout(&name, param.val(), &dims, Layout::Pytorch);
         let flat = tensor.reshape([dims.iter().product::<usize>()]);
-        self.found.push((self.path.join("."), flat, dims));
+        self.found.push((name, flat, dims));
     }
 }
 
@@ -180,7 +181,7 @@ async fn read_all(
         .collect()
 }
 
-/// Every parameter of `model` by path and flat, with its shape.
+/// Every parameter of `model` by path and flat, in PyTorch's layout, with its shape.
 fn parameters(model: &Net) -> Vec<(String, Tensor<1>, Vec<usize>)> {
     let mut parameters = Parameters::default();
     model.visit(&mut parameters);
@@ -237,10 +238,17 @@ impl Checkpoint {
             .iter()
             .map(|(_, tensor, dims)| (tensor.clone(), dims.clone()))
             .collect();
-        for buffer in optimizer.state.values().flatten() {
-            let flat = flat_buffer(buffer);
-            let dims = flat.dims().to_vec();
-            tensors.push((flat, dims));
+        let dims_of: HashMap<&str, &[usize]> = weights
+            .iter()
+            .map(|(name, _, dims)| (name.as_str(), dims.as_slice()))
+            .collect();
+        for (name, buffers) in &optimizer.state {
+            let param_dims = dims_of.get(name.as_str()).copied().unwrap_or_default();
+            for buffer in buffers {
+                let flat = pytorch_layout(name, flat_buffer(buffer), param_dims, Layout::Pytorch);
+                let dims = flat.dims().to_vec();
+                tensors.push((flat, dims));
+            }
         }
         let mut read = read_all(tensors).await?.into_iter();
         let weights = weights
@@ -296,6 +304,7 @@ impl Checkpoint {
                     });
                 }
                 let flat = Tensor::from_data(buffer.clone(), device);
+                let flat = pytorch_layout(name, flat, weight.shape().as_slice(), Layout::Ours);
                 let shaped =
                     buffer_from_flat(flat, weight.shape().as_slice()).ok_or_else(|| {
                         CheckpointError::Shape {
@@ -532,8 +541,10 @@ impl ModuleMapper for AssignWeights<'_> {
                 return param;
             }
         };
+        let tensor = Tensor::from_data(found.clone(), self.device);
+        let tensor = pytorch_layout(&name, tensor, &expected, Layout::Ours);
         self.used.push(name);
         let (id, _, mapper) = param.consume();
-        Param::from_mapped_value(id, Tensor::from_data(found.clone(), self.device), mapper)
+        Param::from_mapped_value(id, tensor, mapper)
     }
 }

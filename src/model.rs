@@ -1,6 +1,6 @@
 //! The two classic MNIST CNNs, initialised as PyTorch initialises them.
 
-use burn::module::Param;
+use burn::module::{ModuleMapper, Param};
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
@@ -102,18 +102,20 @@ impl PytorchInit {
 }
 
 impl NetConfig {
+    /// The weights PyTorch's layout would give for `seed`, in ours.
     pub fn init(&self, device: &Device, seed: u64) -> Net {
         let mut init = PytorchInit {
             rng: StdRng::seed_from_u64(seed),
         };
         let flat = self.conv2_channels * FINAL_SIDE * FINAL_SIDE;
-        Net {
+        let net = Net {
             conv1: init.conv([1, self.conv1_channels], device),
             conv2: init.conv([self.conv1_channels, self.conv2_channels], device),
             pool: MaxPool2dConfig::new([2, 2]).with_strides([2, 2]).init(),
             fc1: init.linear(flat, self.hidden, device),
             fc2: init.linear(self.hidden, self.classes, device),
-        }
+        };
+        net.map(&mut Relayout::new(Layout::Ours))
     }
 }
 
@@ -122,9 +124,94 @@ impl Net {
     pub fn forward(&self, images: Tensor<4>) -> Tensor<2> {
         let x = self.conv1.forward_pooled(images, &self.pool); // [b, c1, 12, 12]
         let x = self.conv2.forward_pooled(x, &self.pool); // [b, c2, 4, 4]
-        let x = x.flatten::<2>(1, 3); // [b, c2·16], in PyTorch's view(-1, c2·16) order
+        // [b, 16·c2] in [h, w, c] order, the order the maps lie in memory: see `FC1_WEIGHT`.
+        let x = x.permute([0, 2, 3, 1]).flatten::<2>(1, 3);
         let x = relu(self.fc1.forward(x)); // [b, hidden]
         self.fc2.forward(x) // [b, classes]
+    }
+}
+
+/// The one parameter whose layout differs from PyTorch's. fc1 reads conv2's pooled maps in
+/// [h, w, c] order, as burn's GPU convolutions and pooling lay them out in memory: flattening
+/// them in PyTorch's [c, h, w] order (`view(-1, c2·16)`) would copy them in the forward pass,
+/// and their gradient back in the backward pass. So our fc1.weight's rows, its inputs, come in
+/// [h, w, c] order, and PyTorch's in [c, h, w] order: weights and checkpoints are written and
+/// read in PyTorch's ([`pytorch_layout`]).
+pub(crate) const FC1_WEIGHT: &str = "fc1.weight";
+
+/// Which order a parameter's values come in: PyTorch's, or the model's own.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Layout {
+    Pytorch,
+    Ours,
+}
+
+/// `values`, parameter `name`'s (of `dims`) or any tensor of as many values in the same order
+/// (an optimizer's buffer, flat), put in the `to` layout from the other one.
+pub(crate) fn pytorch_layout<const D: usize>(
+    name: &str,
+    values: Tensor<D>,
+    dims: &[usize],
+    to: Layout,
+) -> Tensor<D> {
+    let &[inputs, outputs] = dims else {
+        return values;
+    };
+    if name != FC1_WEIGHT {
+        return values;
+    }
+    let shape = values.dims();
+    let (side, channels) = (FINAL_SIDE, inputs / (FINAL_SIDE * FINAL_SIDE));
+    let rows = match to {
+        // [h, w, c] -> [c, h, w]
+        Layout::Pytorch => values
+            .reshape([side, side, channels, outputs])
+            .permute([2, 0, 1, 3]),
+        // [c, h, w] -> [h, w, c]
+        Layout::Ours => values
+            .reshape([channels, side, side, outputs])
+            .permute([1, 2, 0, 3]),
+    };
+    rows.reshape(shape)
+}
+
+/// Puts a model's parameters in one layout from the other ([`pytorch_layout`]).
+pub(crate) struct Relayout {
+    to: Layout,
+    path: Vec<String>,
+}
+
+impl Relayout {
+    pub(crate) fn new(to: Layout) -> Self {
+        Self {
+            to,
+            path: Vec::new(),
+        }
+    }
+}
+
+impl ModuleMapper for Relayout {
+    fn enter_module(&mut self, name: &str, _container_type: &str) {
+        self.path.push(name.to_string());
+    }
+
+    fn exit_module(&mut self, _name: &str, _container_type: &str) {
+        self.path.pop();
+    }
+
+    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let name = self.path.join(".");
+        param.map(|tensor| {
+            let dims = tensor.dims();
+            match tensor.is_require_grad() {
+                // Still a leaf of the autodiff graph, not the result of a permute.
+                true => {
+                    let inner = pytorch_layout(&name, tensor.inner(), &dims, self.to);
+                    Tensor::from_inner(inner).require_grad()
+                }
+                false => pytorch_layout(&name, tensor, &dims, self.to),
+            }
+        })
     }
 }
 
@@ -143,17 +230,21 @@ pub struct Conv {
 impl Conv {
     /// The convolution, a 2×2 max-pool, then ReLU: [b, in, h, w] -> [b, out, (h−4)/2, (w−4)/2].
     ///
-    /// ReLU comes after the pool, where PyTorch's model has it before: max-pooling and ReLU
-    /// commute, values and gradients alike, and a quarter of the values pass through it.
+    /// The bias and ReLU come after the pool, where PyTorch's model has them before: max-pooling
+    /// commutes with both, values and gradients alike, and a quarter of the values pass through
+    /// them. The bias is added over [pixels, channels], the layout burn's GPU convolutions and
+    /// pooling write, so that its gradient is one reduction, with no copy before it.
     fn forward_pooled(&self, x: Tensor<4>, pool: &MaxPool2d) -> Tensor<4> {
         let options = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
-        let bias = Some(self.bias.val());
-        relu(pool.forward(conv2d(
-            unit_channels_last(x),
-            self.weight.val(),
-            bias,
-            options,
-        )))
+        let x = conv2d(unit_channels_last(x), self.weight.val(), None, options);
+        let x = pool.forward(x); // [b, out, h', w']
+        let [batch, channels, height, width] = x.dims();
+        let pixels = x
+            .permute([0, 2, 3, 1])
+            .reshape([batch * height * width, channels]); // [b·h'·w', out]
+        let x = relu(pixels + self.bias.val().unsqueeze());
+        x.reshape([batch, height, width, channels])
+            .permute([0, 3, 1, 2])
     }
 }
 
@@ -229,6 +320,34 @@ mod tests {
                 .unwrap();
             assert_eq!(found, values);
         }
+    }
+
+    /// PyTorch's fc1 input c·16 + h·4 + w is our (h·4 + w)·c2 + c; other parameters keep
+    /// their order, and the two directions undo each other.
+    #[test]
+    fn fc1_rows_move_between_pytorch_order_and_ours() {
+        let device = Device::flex();
+        let (channels, outputs) = (3, 2);
+        let inputs = channels * 16;
+        let values: Vec<f32> = (0..inputs * outputs).map(|i| i as f32).collect();
+        let pytorch =
+            Tensor::<2>::from_data(TensorData::new(values.clone(), [inputs, outputs]), &device);
+        let ours = pytorch_layout(
+            FC1_WEIGHT,
+            pytorch.clone(),
+            &[inputs, outputs],
+            Layout::Ours,
+        );
+        let ours_values = ours.clone().into_data().try_to_vec::<f32>().unwrap();
+        for (c, h, w) in [(0, 0, 1), (2, 3, 1), (1, 2, 3)] {
+            let theirs = c * 16 + h * 4 + w;
+            let row = (h * 4 + w) * channels + c;
+            assert_eq!(ours_values[row * outputs + 1], values[theirs * outputs + 1]);
+        }
+        let back = pytorch_layout(FC1_WEIGHT, ours, &[inputs, outputs], Layout::Pytorch);
+        assert_eq!(back.into_data().try_to_vec::<f32>().unwrap(), values);
+        let other = pytorch_layout("fc2.weight", pytorch, &[inputs, outputs], Layout::Ours);
+        assert_eq!(other.into_data().try_to_vec::<f32>().unwrap(), values);
     }
 
     #[test]
