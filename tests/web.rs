@@ -220,3 +220,49 @@ async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today() {
         "{per_step:.2} dispatches a step, more than {CEILING}"
     );
 }
+
+#[path = "common/conv_cases.rs"]
+mod conv_cases;
+
+/// A convolution's weight gradient on WebGPU, where burn-cubecl has no autotune and always runs
+/// its fallback (`patches/burn-cubecl`: one kernel reading both operands by their strides),
+/// against plain reference code on random shapes: each case with its tensors laid out
+/// [n, c, h, w] in memory, and [n, h, w, c] as burn's GPU convolutions write them.
+#[wasm_bindgen_test]
+async fn a_convolutions_weight_gradient_on_webgpu_matches_the_reference() {
+    use burn::prelude::{Tensor, TensorData};
+    use burn::tensor::module::conv2d_weight_backward;
+
+    let device = select_device(BackendChoice::Gpu).await.unwrap().device;
+    let on = |data: &[f32], shape: [usize; 4], channels_last: bool| match channels_last {
+        false => Tensor::<4>::from_data(TensorData::new(data.to_vec(), shape), &device),
+        true => {
+            let [n, c, h, w] = shape;
+            let nhwc = TensorData::new(conv_cases::channels_last(data, shape), [n, h, w, c]);
+            Tensor::<4>::from_data(nhwc, &device).permute([0, 3, 1, 2])
+        }
+    };
+    for (conv, mut values) in conv_cases::conv_cases().take(60) {
+        let x = values.floats(conv.input.iter().product());
+        let g = values.floats(conv.out_shape().iter().product());
+        let want = conv.weight_grad(&x, &g);
+        let weight_shape = conv.weight_shape();
+        for channels_last in [false, true] {
+            let grad = conv2d_weight_backward(
+                on(&x, conv.input, channels_last),
+                Tensor::<4>::zeros(weight_shape, &device),
+                on(&g, conv.out_shape(), channels_last),
+                conv.options(),
+            );
+            let case = format!("{}, channels last: {channels_last}", conv.describe());
+            assert_eq!(grad.dims(), weight_shape, "{case}");
+            let got = grad
+                .into_data_async()
+                .await
+                .unwrap()
+                .try_to_vec::<f32>()
+                .unwrap();
+            want.assert_matches(&got, &case);
+        }
+    }
+}

@@ -46,6 +46,19 @@ const mainThreadSince = (page, since) => page.evaluate((since) => ({
   longestGap: Math.max(0, ...window.loopGaps.filter(([at]) => at >= since).map(([, gap]) => gap)),
 }), since);
 
+// Waits for the page to finish booting. A page that does not is described (phase, the data's
+// and the backend's lines, its error), so that a failure says at which step of the boot it stopped.
+async function waitReady(page) {
+  try {
+    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  } catch (error) {
+    const seen = await page.evaluate(() => ['data-status', 'backend', 'error', 'model-status']
+      .map((id) => `#${id}: ${document.getElementById(id)?.textContent ?? '(none)'}`)
+      .concat(`phase: ${document.body.dataset.state}`).join('; ')).catch((e) => `unreadable: ${e}`);
+    throw new Error(`the page did not become ready (${seen}): ${error.message}`);
+  }
+}
+
 async function open(query, at = base) {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
   await page.addInitScript(watchMainThread);
@@ -57,7 +70,7 @@ async function open(query, at = base) {
     console.log('page console:', m.text());
   });
   await page.goto(`${at}/${query}`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   return page;
 }
 
@@ -338,7 +351,7 @@ test('the model survives a reload, loads back from its file, and trains on', { t
   await download.saveAs(saved);
 
   await page.reload();
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   assert.match(await page.textContent('#model-status'), /^Restored from this browser: lenet-small, trained on CPU/);
   await page.click('#evaluate');
   await page.waitForFunction(() => /Test set:/.test(document.querySelector('#log').textContent));
@@ -466,7 +479,7 @@ test('copy link carries every setting and the link restores the form exactly', a
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   const page = await context.newPage();
   await page.goto(`${base}/`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   const settings = {
     model: 'lenet-small', optimizer: 'adam', lr: '0.003', momentum: '0.5', 'batch-size': '32',
     epochs: '3', seed: '7', 'log-interval': '25', 'train-limit': '1234', 'test-limit': '321',
@@ -485,7 +498,7 @@ test('copy link carries every setting and the link restores the form exactly', a
 
   const opened = await context.newPage();
   await opened.goto(link);
-  await opened.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(opened);
   for (const [id, value] of Object.entries(settings)) {
     assert.equal(await opened.inputValue(`#${id}`), value, id);
   }
@@ -500,7 +513,7 @@ test('the page loads nothing from other origins: its CSP refuses them', async ()
   page.on('request', (request) => requests.push(request.url()));
   page.on('console', (m) => m.text().includes('Content Security Policy') && refusals.push(m.text()));
   await page.goto(`${base}/`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   const policy = await page.getAttribute('meta[http-equiv="Content-Security-Policy"]', 'content');
   assert.match(policy, /default-src 'self'/);
   assert.match(policy, /script-src 'self' 'wasm-unsafe-eval' 'sha256-[A-Za-z0-9+/]+=*'/);
@@ -519,7 +532,7 @@ test('the page loads nothing from other origins: its CSP refuses them', async ()
 test('the page and its worker are served with the headers a <meta> cannot give', async () => {
   const page = await browser.newPage();
   const response = await page.goto(`${base}/`);
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   const headers = response.headers();
   assert.match(headers['content-security-policy'] ?? '', /frame-ancestors 'none'/);
   assert.equal(headers['x-content-type-options'], 'nosniff');
@@ -650,7 +663,7 @@ test('my own files wait for MNIST\'s download and for the run', { timeout: 300_0
     assert.ok(await page.$eval(`#${id}`, (b) => b.disabled), `#${id} is disabled while MNIST downloads`);
   }
   release();
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   assert.ok(!await page.$eval('#use-files', (b) => b.disabled));
   await page.click('#start');
   await page.waitForSelector('body[data-state="training"]');
@@ -670,7 +683,7 @@ test('?backend=gpu in a browser without WebGPU says so, at load and at Start', {
   try {
     const page = await plain.newPage();
     await page.goto(`${base}/?epochs=1&train_limit=640&test_limit=100&model=lenet-small&backend=gpu`);
-    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    await waitReady(page);
     assert.match(await page.textContent('#error'), /no GPU available/);
     await page.click('#start');
     await page.waitForSelector('body[data-state="error"]');
@@ -712,7 +725,7 @@ test('a worker that crashes mid-run: the page says so, offers a reload and waits
   await page.waitForTimeout(1000);
   assert.equal(await page.textContent('#step'), step, 'the stopped worker trains no more');
   await page.click('#reload');
-  await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+  await waitReady(page);
   await page.close();
 });
 
@@ -812,7 +825,7 @@ for (const [width, height] of SIZES) {
   test(`the page at ${width}×${height}: no text cut or wrapped, ${phone ? 'one column for touch' : 'the charts in the first screen while training'}`, { timeout: 300_000 }, async () => {
     const page = await browser.newPage({ viewport: { width, height }, hasTouch: phone, isMobile: phone });
     await page.goto(`${base}/?epochs=1&train_limit=6400&test_limit=200&log_interval=10&model=lenet-small&backend=cpu`);
-    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    await waitReady(page);
     assert.deepEqual(await page.evaluate(layoutProblems), [], 'idle');
     await page.click('#start');
     await page.waitForFunction(() => Number(document.getElementById('step').textContent) >= 20, null, { timeout: 120_000 });
@@ -866,7 +879,7 @@ for (const scheme of ['light', 'dark']) {
   test(`axe-core finds nothing serious in the ${scheme} theme, idle, training and done; the charts follow the theme`, { timeout: 300_000 }, async () => {
     const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: scheme });
     await page.goto(`${base}/?epochs=1&train_limit=1280&test_limit=200&log_interval=5&model=lenet-small&backend=cpu`);
-    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    await waitReady(page);
     assert.deepEqual(await axeViolations(page), [], 'idle');
     await page.click('#start');
     await page.waitForFunction(() => Number(document.getElementById('step').textContent) >= 5, null, { timeout: 120_000 });
@@ -947,7 +960,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
   });
     // The link's settings after the token.
     await page.goto(`${ui.url}&epochs=1&train_limit=60000&test_limit=200&log_interval=5&backend=native`);
-    await page.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    await waitReady(page);
     assert.equal(await page.inputValue('#backend-choice'), 'native');
     assert.equal(await page.textContent('#native-option'), 'native — CPU');
     await page.click('#start');
@@ -1006,7 +1019,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     // Without the token the page has no native engine, and says so when asked for it.
     const bare = await browser.newPage();
     await bare.goto(`${new URL(ui.url).origin}/?backend=native`);
-    await bare.waitForSelector('body[data-state="ready"]', { timeout: 180_000 });
+    await waitReady(bare);
     assert.match(await bare.textContent('#error'), /only when webtrain ui opens the page/);
     assert.equal(await bare.$eval('#native-option', (o) => o.disabled), true);
     await bare.close();

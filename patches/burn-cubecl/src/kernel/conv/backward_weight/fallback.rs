@@ -2,6 +2,7 @@ use burn_backend::{TensorMetadata, ops::ConvOptions};
 use burn_std::{Shape, Slice};
 use cubek::convolution::components::ConvSetupError;
 
+use super::direct::conv2d_weight_grad_direct;
 use crate::{
     kernel::{conv::base::conv_forward_nhwc, slice, slice_assign},
     ops::{numeric::empty_device_dtype, permute, reshape, swap_dims},
@@ -106,6 +107,11 @@ fn conv_weight_grad_no_groups<const N_DIM: usize>(
     weight_shape: Shape,
     options: ConvOptions<N_DIM>,
 ) -> Result<CubeTensor, ConvSetupError> {
+    // webtrain patch: in 2D, one kernel that reads both operands as they lie, where the path
+    // below copies each into a batch-innermost layout before its convolution (PATCH.md).
+    if N_DIM == 2 {
+        return conv2d_weight_grad_direct(input, output_grad, weight_shape, &options);
+    }
     let dim_c = input.rank() - 1;
 
     let input_swapped = swap_dims(input, 0, dim_c);
