@@ -184,10 +184,11 @@ fn a_cpu_profile_times_a_step_in_the_browser() {
 /// SwiftShader's sake). The ceiling is today's count rounded up, and one, so that a change that adds
 /// kernels to every step is seen (`make bench` has the breakdown by kernel). Fusion runs a step's
 /// last kernels in the next step's submission every second or third step, so a count over 20
-/// steps moves with where it starts: 46.0 to 47.6 today, 46.7 to 47.0 over 100 steps.
+/// steps moves with where it starts. 42.8 in this window on 2026-12-02, after the weight
+/// gradient's kernel (`patches/burn-cubecl`) and the model's layouts (`src/model.rs`).
 #[wasm_bindgen_test]
 async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today() {
-    const CEILING: f64 = 48.0;
+    const CEILING: f64 = 44.0;
     let device = select_device(BackendChoice::Gpu).await.unwrap();
     let config = TrainConfig {
         epochs: 1,
