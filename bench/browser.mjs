@@ -184,13 +184,15 @@ export async function profilePageCpu(browser, base, repeats) {
 }
 
 if (import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const [webtrainUrl, tfjsUrl, warmup = 20, steps = 50, repeats = 3] = process.argv.slice(2);
+  // notIsolatedUrl: the same page served without COOP and COEP, where its CPU backend has one thread.
+  const [webtrainUrl, tfjsUrl, warmup = 20, steps = 50, repeats = 3, notIsolatedUrl] = process.argv.slice(2);
   const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true, args: chromiumFlags() });
   try {
     const options = { warmup: Number(warmup), steps: Number(steps), repeats: Number(repeats) };
     const webtrain = [];
-    for (const backend of ['gpu', 'cpu']) webtrain.push(await benchPage(browser, webtrainUrl, backend, options));
+    for (const backend of ['gpu', 'cpu']) webtrain.push({ ...await benchPage(browser, webtrainUrl, backend, options), isolated: true });
     webtrain[1].ops = await profilePageCpu(browser, webtrainUrl, Number(steps));
+    if (notIsolatedUrl) webtrain.push({ ...await benchPage(browser, notIsolatedUrl, 'cpu', options), isolated: false });
     // Where a WebGPU step's time goes: one window more, each dispatch timed.
     const timed = await benchPage(browser, webtrainUrl, 'gpu', { ...options, repeats: 1, timing: true });
     webtrain[0].kernel_times = timed.kernel_times ?? null;

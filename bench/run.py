@@ -14,6 +14,8 @@ from pathlib import Path
 from gpu_report import kernel_lines
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "scripts"))
+import serve as page_server  # noqa: E402  (scripts/serve.py: `make serve`'s headers)
 TARGET = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target"))
 DIST = Path(os.environ.get("BENCH_DIST", TARGET / "bench-dist"))
 TORCH_PYTHON = os.environ.get("TORCH_PYTHON", "python3")
@@ -67,16 +69,22 @@ class Quiet(http.server.SimpleHTTPRequestHandler):
         pass
 
 
-def serve(directory):
-    """A loopback HTTP server for `directory` on a free port; returns its URL."""
-    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), partial(Quiet, directory=str(directory)))
+def serve(directory, handler=None):
+    """A loopback HTTP server for `directory` on a free port (with `handler`, one of
+    scripts/serve.py's); returns its URL."""
+    handler = handler or partial(Quiet, directory=str(directory))
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return f"http://127.0.0.1:{server.server_address[1]}"
 
 
 def browser():
-    command = ["node", "bench/browser.mjs", serve(DIST), serve(ROOT), WARMUP, STEPS, REPEATS]
+    # The page as `make serve` serves it (cross-origin isolated: the CPU backend on every core),
+    # and as a host that sends only the default headers serves it (one thread).
+    isolated = serve(DIST, page_server.handler(DIST))
+    not_isolated = serve(DIST, page_server.handler(DIST, isolated=False))
+    command = ["node", "bench/browser.mjs", isolated, serve(ROOT), WARMUP, STEPS, REPEATS, not_isolated]
     result = run_json(list(map(str, command)))
     if not result.pop("ok"):
         return {"chromium": None, "webtrain": [], "tfjs": [], "error": result["error"]}
@@ -118,6 +126,12 @@ def find(rows, framework, backend, where=None):
                  and (where is None or r["where"] == where)), {})
 
 
+def page_cpu(rows, isolated=True):
+    """The page's CPU row, served cross-origin isolated (threads) or not (one thread)."""
+    return next((r for r in rows if r["framework"] == "webtrain" and r["where"] == "browser"
+                 and r["backend"] == "cpu" and r.get("isolated", True) == isolated), {})
+
+
 def ratio(a, b):
     return speed(a) / speed(b) if a and b and speed(a) and speed(b) else None
 
@@ -152,7 +166,7 @@ def main():
         ("browser GPU: webtrain WebGPU / TF.js webgpu", ratio(find(page, "webtrain", "gpu"), find(tfjs, "tfjs", "webgpu")), 4.0),
         ("browser GPU: webtrain WebGPU / TF.js webgl", ratio(find(page, "webtrain", "gpu"), find(tfjs, "tfjs", "webgl")), 2.0),
         ("browser overall: webtrain best / TF.js best", ratio(best(page), best(tfjs)), 20.0),
-        ("browser CPU fallback / webtrain native CPU", ratio(find(page, "webtrain", "cpu"), native_cpu), 0.8),
+        ("browser CPU fallback / webtrain native CPU", ratio(page_cpu(page), native_cpu), 0.8),
         ("native CPU: webtrain / PyTorch", ratio(native_cpu, find(rows, "pytorch", "cpu")), 1.0),
     ]
     results["targets"] = [{"what": w, "ratio": r, "target": t, "met": r is not None and r >= t} for w, r, t in targets]
@@ -235,6 +249,11 @@ def markdown(results):
     b = results["bundle"]
     out.append(f"| wasm bundle, gzipped | {b['gzip_bytes'] / 1e6:.2f} MB ({b['bytes'] / 1e6:.1f} MB raw) "
                f"| ≤ {BUNDLE_LIMIT / 1e6:.1f} MB | {'yes' if b['met'] else 'no'} |")
+    threaded, single = page_cpu(results["rows"]), page_cpu(results["rows"], isolated=False)
+    if ratio(threaded, single):
+        out.append(f"\nThe page's CPU backend: {speed(threaded):,.1f} samples/s as `make serve` serves it "
+                   f"({threaded.get('adapter')}), {speed(single):,.1f} served without COOP and COEP "
+                   f"({single.get('adapter')}): threads ×{ratio(threaded, single):.2f}.")
     out += [f"\nTime to {TARGET_ACCURACY}% test accuracy (training time, evaluation excluded; "
             "test accuracy checked after each epoch):\n"]
     for r in results["rows"]:
@@ -257,11 +276,11 @@ def markdown(results):
         out.append("\nWhere a CPU step's time goes, natively (`webtrain bench --ops`: the phases of "
                    "real steps, then each op alone at the step's shapes, medians):\n\n```")
         out += ops_lines(cpu["ops"]) + ["```"]
-    page_cpu = find(results["rows"], "webtrain", "cpu", "browser")
-    if page_cpu.get("ops", {}).get("phases"):
-        out.append("\nThe same in the page's worker (flex in wasm, one thread):\n\n```")
-        out += ops_lines(page_cpu["ops"]) + ["```"]
-    first = [r for r in results["rows"] if "first_step_ms" in r]
+    threaded = page_cpu(results["rows"])
+    if threaded.get("ops", {}).get("phases"):
+        out.append(f"\nThe same in the page's worker (flex in wasm; {threaded.get('adapter')}):\n\n```")
+        out += ops_lines(threaded["ops"]) + ["```"]
+    first = [r for r in results["rows"] if "first_step_ms" in r and r.get("isolated", True)]
     out.append("\nThe page, from clicking Start to the first finished step: " + "; ".join(
         first_step_words(r) for r in first) + ".")
     return "\n".join(out) + "\n"

@@ -16,8 +16,10 @@ ISOLATION = ("Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy")
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
+    sent_headers = HEADERS
+
     def end_headers(self):
-        for name, value in HEADERS.items():
+        for name, value in self.sent_headers.items():
             self.send_header(name, value)
         super().end_headers()
 
@@ -25,9 +27,14 @@ class Handler(http.server.SimpleHTTPRequestHandler):
         pass
 
 
+def handler(dist, isolated=True):
+    """A request handler for `dist` that sends `make serve`'s headers, less COOP and COEP
+    unless `isolated`."""
+    headers = {name: value for name, value in HEADERS.items() if isolated or name not in ISOLATION}
+    return functools.partial(type("PageHandler", (Handler,), {"sent_headers": headers}), directory=str(dist))
+
+
 if __name__ == "__main__":
     dist, port = sys.argv[1], int(sys.argv[2])
-    if "--not-isolated" in sys.argv[3:]:
-        HEADERS = {name: value for name, value in HEADERS.items() if name not in ISOLATION}
-    handler = functools.partial(Handler, directory=dist)
-    http.server.ThreadingHTTPServer(("127.0.0.1", port), handler).serve_forever()
+    isolated = "--not-isolated" not in sys.argv[3:]
+    http.server.ThreadingHTTPServer(("127.0.0.1", port), handler(dist, isolated)).serve_forever()
