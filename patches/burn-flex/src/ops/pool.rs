@@ -316,7 +316,19 @@ where
         (max_val, max_idx)
     };
 
-    let (output, indices) = {
+    // webtrain patch: 2D (and 1D) pools with whole windows go through a plain loop per plane.
+    let planes_2d = whole_windows && in_d == 1 && kernel_d == 1 && spatial_out > 0;
+    let (output, indices) = if planes_2d {
+        max_pool2d_whole_windows(
+            x_data,
+            batch_size * channels,
+            [in_h, in_w],
+            [out_h, out_w],
+            [kernel_h, kernel_w],
+            [stride_h, stride_w],
+            neg_inf,
+        )
+    } else {
         #[cfg(feature = "rayon")]
         {
             use rayon::prelude::*;
@@ -391,6 +403,75 @@ where
     );
 
     (output_tensor, indices_tensor)
+}
+
+/// webtrain patch: max pooling with indices over `planes` planes of `[in_h, in_w]` values when
+/// every window is whole (no padding, dilation 1, no partial window). The general path called a
+/// closure over three axes and their ranges for each output, and each output's comparisons
+/// formed one dependent chain. Here a row of outputs starts from each window's first value,
+/// then takes the kernel's other taps in the same order, each across the whole row: the
+/// outputs of a row are independent, so their comparisons overlap. The same outputs and
+/// indices: a value replaces the running maximum when greater, or when NaN (so the last NaN
+/// wins, as in PyTorch); ties keep the first.
+fn max_pool2d_whole_windows<T>(
+    x_data: &[T],
+    planes: usize,
+    [in_h, in_w]: [usize; 2],
+    [out_h, out_w]: [usize; 2],
+    [kernel_h, kernel_w]: [usize; 2],
+    [stride_h, stride_w]: [usize; 2],
+    neg_inf: T,
+) -> (Vec<T>, Vec<i64>)
+where
+    T: Copy + PartialOrd + Send + Sync + num_traits::Float,
+{
+    let (plane_in, plane_out) = (in_h * in_w, out_h * out_w);
+    let mut output = vec![neg_inf; planes * plane_out];
+    let mut indices = vec![-1i64; planes * plane_out];
+    let plane = |bc: usize, output: &mut [T], indices: &mut [i64]| {
+        let src = &x_data[bc * plane_in..(bc + 1) * plane_in];
+        let rows = output
+            .chunks_exact_mut(out_w)
+            .zip(indices.chunks_exact_mut(out_w));
+        for (oh, (out_row, idx_row)) in rows.enumerate() {
+            let top = oh * stride_h * in_w;
+            for (ow, (out, idx)) in out_row.iter_mut().zip(idx_row.iter_mut()).enumerate() {
+                *out = src[top + ow * stride_w];
+                *idx = (top + ow * stride_w) as i64;
+            }
+            for kh in 0..kernel_h {
+                for kw in 0..kernel_w {
+                    let tap = top + kh * in_w + kw;
+                    for (ow, (out, idx)) in out_row.iter_mut().zip(idx_row.iter_mut()).enumerate() {
+                        let at = tap + ow * stride_w;
+                        let val = src[at];
+                        // A data-dependent choice: a branch on it mispredicts half the time.
+                        let take = (val > *out) | val.is_nan();
+                        *out = core::hint::select_unpredictable(take, val, *out);
+                        *idx = core::hint::select_unpredictable(take, at as i64, *idx);
+                    }
+                }
+            }
+        }
+    };
+    #[cfg(feature = "rayon")]
+    {
+        use rayon::prelude::*;
+        output
+            .par_chunks_mut(plane_out)
+            .zip(indices.par_chunks_mut(plane_out))
+            .enumerate()
+            .for_each(|(bc, (output, indices))| plane(bc, output, indices));
+    }
+    #[cfg(not(feature = "rayon"))]
+    for (bc, (output, indices)) in output
+        .chunks_mut(plane_out)
+        .zip(indices.chunks_mut(plane_out))
+        .enumerate()
+    {
+        plane(bc, output, indices);
+    }
+    (output, indices)
 }
 
 /// 3D max pooling (without returning indices) for f32.
