@@ -6,7 +6,7 @@ Expects what `make bench` prepares: `cargo build --release`, a `trunk build --re
 page in $BENCH_DIST, bench/node_modules, a Python with torch in $TORCH_PYTHON and MNIST in
 data/mnist. Work unit (issue 4): lenet at batch 64, SGD(lr 0.01, momentum 0.9).
 """
-import datetime, gzip, http.server, json, os, platform, shutil, socketserver, statistics
+import datetime, gzip, json, os, platform, shutil, socketserver, statistics
 import subprocess, sys, threading
 from functools import partial
 from pathlib import Path
@@ -64,15 +64,9 @@ def pytorch(device, target=None):
     return {"framework": "pytorch", "where": "native", **result, "backend": device}
 
 
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
-
-
-def serve(directory, handler=None):
-    """A loopback HTTP server for `directory` on a free port (with `handler`, one of
-    scripts/serve.py's); returns its URL."""
-    handler = handler or partial(Quiet, directory=str(directory))
+def serve(handler):
+    """A loopback HTTP server on a free port for `handler`, one of scripts/serve.py's; returns
+    its URL."""
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -82,9 +76,11 @@ def serve(directory, handler=None):
 def browser():
     # The page as `make serve` serves it (cross-origin isolated: the CPU backend on every core),
     # and as a host that sends only the default headers serves it (one thread).
-    isolated = serve(DIST, page_server.handler(DIST))
-    not_isolated = serve(DIST, page_server.handler(DIST, isolated=False))
-    command = ["node", "bench/browser.mjs", isolated, serve(ROOT), WARMUP, STEPS, REPEATS, not_isolated]
+    isolated = serve(page_server.handler(DIST))
+    not_isolated = serve(page_server.handler(DIST, isolated=False))
+    # TF.js's page and the repository's files, with no header of the trainer page's.
+    tfjs = serve(partial(page_server.Handler, headers={}, directory=str(ROOT)))
+    command = ["node", "bench/browser.mjs", isolated, tfjs, WARMUP, STEPS, REPEATS, not_isolated]
     result = run_json(list(map(str, command)))
     if not result.pop("ok"):
         return {"chromium": None, "webtrain": [], "tfjs": [], "error": result["error"]}

@@ -16,7 +16,9 @@ ISOLATION = ("Cross-Origin-Opener-Policy", "Cross-Origin-Embedder-Policy")
 
 
 class Handler(http.server.SimpleHTTPRequestHandler):
-    sent_headers = HEADERS
+    def __init__(self, *args, headers=HEADERS, **kwargs):
+        self.sent_headers = headers
+        super().__init__(*args, **kwargs)
 
     def end_headers(self):
         for name, value in self.sent_headers.items():
@@ -31,7 +33,7 @@ def handler(dist, isolated=True):
     """A request handler for `dist` that sends `make serve`'s headers, less COOP and COEP
     unless `isolated`."""
     headers = {name: value for name, value in HEADERS.items() if isolated or name not in ISOLATION}
-    return functools.partial(type("PageHandler", (Handler,), {"sent_headers": headers}), directory=str(dist))
+    return functools.partial(Handler, headers=headers, directory=str(dist))
 
 
 if __name__ == "__main__":
