@@ -234,11 +234,18 @@ impl Conv {
     /// commutes with both, values and gradients alike, and a quarter of the values pass through
     /// them. The bias is added over [pixels, channels], the layout burn's GPU convolutions and
     /// pooling write, so that its gradient is one reduction, with no copy before it.
+    ///
+    /// On the CPU (flex) the maps lie as [b, out, h', w'] and a reshape of a permuted tensor is
+    /// a copy: there the bias is added in that layout, and its gradient is summed in another
+    /// order (the values are the same).
     fn forward_pooled(&self, x: Tensor<4>, pool: &MaxPool2d) -> Tensor<4> {
         let options = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
         let x = conv2d(unit_channels_last(x), self.weight.val(), None, options);
         let x = pool.forward(x); // [b, out, h', w']
         let [batch, channels, height, width] = x.dims();
+        if !channels_last(&x.device()) {
+            return relu(x + self.bias.val().reshape([1, channels, 1, 1]));
+        }
         let pixels = x
             .permute([0, 2, 3, 1])
             .reshape([batch * height * width, channels]); // [b·h'·w', out]
@@ -248,13 +255,20 @@ impl Conv {
     }
 }
 
+/// Whether burn's kernels on `device` read and write feature maps channels last, as its GPU
+/// kernels do. flex, the CPU backend, keeps them as [b, c, h, w], where a permute is a view
+/// and a reshape of it a copy: the layouts below would cost it copies and save none.
+pub(crate) fn channels_last(device: &Device) -> bool {
+    device.clone().inner() != Device::flex()
+}
+
 /// The same tensor, laid out in memory as [out, k, k, in] if it is a convolution's weight
 /// [out, in, k, k] (rank 4), the layout burn's GPU convolutions read it in: they copy it into
 /// that layout otherwise, in the forward pass and again for the input's gradient. Fusion then
 /// keeps the layout through the optimizer's update as long as the update's other inputs, the
 /// optimizer's buffers, are laid out the same way: the gradient comes in a third layout.
 pub(crate) fn channels_last_memory<const D: usize>(tensor: Tensor<D>) -> Tensor<D> {
-    if D != 4 {
+    if D != 4 || !channels_last(&tensor.device()) {
         return tensor;
     }
     let dims = tensor.dims();
@@ -274,7 +288,7 @@ pub(crate) fn channels_last_memory<const D: usize>(tensor: Tensor<D>) -> Tensor<
 /// the gradient of this reshape is a copy.
 fn unit_channels_last(x: Tensor<4>) -> Tensor<4> {
     match x.dims() {
-        [n, 1, h, w] => x.reshape([n, h, w, 1]).permute([0, 3, 1, 2]),
+        [n, 1, h, w] if channels_last(&x.device()) => x.reshape([n, h, w, 1]).permute([0, 3, 1, 2]),
         _ => x,
     }
 }
@@ -290,6 +304,7 @@ pub(crate) fn relu<const D: usize>(x: Tensor<D>) -> Tensor<D> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::device::{BackendChoice, select_device};
 
     #[test]
     fn outputs_ten_logits_per_image() {
@@ -301,11 +316,14 @@ mod tests {
         }
     }
 
-    /// The layouts made for burn's GPU convolutions change no value (on wgpu, the PyTorch
-    /// parity test trains through them).
+    /// The layouts made for burn's GPU convolutions change no value (the PyTorch parity test
+    /// trains through them on wgpu, and without them on flex).
     #[test]
     fn relaid_tensors_keep_their_values() {
-        let device = Device::flex();
+        let device = pollster::block_on(select_device(BackendChoice::Gpu))
+            .expect("a wgpu adapter (lavapipe on GPU-less machines: scripts/setup.sh browser)")
+            .device;
+        assert!(channels_last(&device) && channels_last(&device.clone().autodiff()));
         let values: Vec<f32> = (0..2 * 3 * 5 * 5).map(|i| i as f32).collect();
         let tensor = |shape: [usize; 4]| {
             Tensor::<4>::from_data(TensorData::new(values.clone(), shape), &device)
@@ -320,6 +338,13 @@ mod tests {
                 .unwrap();
             assert_eq!(found, values);
         }
+    }
+
+    /// flex, where a permute is a view and a reshape of it a copy, skips the GPU's layouts.
+    #[test]
+    fn only_gpus_take_the_channels_last_layouts() {
+        let flex = Device::flex();
+        assert!(!channels_last(&flex) && !channels_last(&flex.autodiff()));
     }
 
     /// PyTorch's fc1 input c·16 + h·4 + w is our (h·4 + w)·c2 + c; other parameters keep
