@@ -9,6 +9,9 @@ CHROMEDRIVER ?= /usr/bin/chromedriver
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 # Every wasm build is threaded: a pinned nightly with -Zbuild-std (scripts/wasm.sh says why).
 WASM := scripts/wasm.sh
+# make test builds on that nightly natively too: its checksum freshness spares a clean clone
+# (CI) the rebuild of everything above patches/ (scripts/nightly.sh says why).
+NIGHTLY := scripts/nightly.sh
 
 .PHONY: serve ui train test bench bench-gpu soak fuzz check-pytorch data
 
@@ -33,7 +36,7 @@ train: data
 
 test: data
 	scripts/setup.sh trunk browser e2e
-	cargo test
+	$(NIGHTLY) cargo test
 	$(WASM) wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback --test web_corpus --test web_device_lost --test web_protocol
 	scripts/e2e.sh
 

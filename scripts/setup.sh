@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the Makefile's targets need, skipping whatever is already there.
-#   scripts/setup.sh wasm      the page's nightly toolchain (scripts/wasm.sh) with rust-src and
+#   scripts/setup.sh wasm      the nightly toolchain (scripts/nightly.sh) with rust-src and
 #                              wasm32, wasm-bindgen-cli 0.2.130, wasm-pack
 #   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
@@ -19,7 +19,7 @@ has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep 
 
 setup_wasm() {
   local toolchain
-  toolchain=$(scripts/wasm.sh --toolchain)
+  toolchain=$(scripts/nightly.sh --toolchain)
   # rust-src: std is rebuilt with atomics. wasm32's prebuilt std: wasm-pack looks for it.
   rustup toolchain list | grep -q "^$toolchain" &&
     rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' ||

@@ -237,7 +237,7 @@ impl Conv {
     ///
     /// On the CPU (flex) the maps lie as [b, out, h', w'] and a reshape of a permuted tensor is
     /// a copy: there the bias is added in that layout, and its gradient is summed in another
-    /// order (the values are the same).
+    /// order (equal up to rounding).
     fn forward_pooled(&self, x: Tensor<4>, pool: &MaxPool2d) -> Tensor<4> {
         let options = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
         let x = conv2d(unit_channels_last(x), self.weight.val(), None, options);
