@@ -88,6 +88,7 @@ impl RunMetrics {
             TrainEvent::DeviceLost {
                 reason,
                 resumed_at_step,
+                ..
             } => {
                 self.forget_steps_after(*resumed_at_step);
                 self.device_lost = Some(reason.clone());

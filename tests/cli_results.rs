@@ -1,5 +1,5 @@
 //! A CLI run's results are never lost: not to a failing checkpoint write, not to Ctrl-C, not to
-//! another run given the same folder.
+//! another run given the same folder, not to a divergence.
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
@@ -91,6 +91,44 @@ fn a_folder_holding_a_run_is_not_overwritten_by_another() {
         std::fs::read(out.join("model.safetensors")).unwrap(),
         weights
     );
+}
+
+#[test]
+fn a_diverged_run_writes_its_files_and_fails_with_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let mut args = run_args(out.to_str().unwrap(), "1920", "1", "1");
+    let lr = args.iter().position(|&a| a == "--lr").unwrap() + 1;
+    args[lr] = "1000000";
+    let output = command(&args).output().unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(1), "{said}");
+    assert_eq!(said.lines().count(), 1, "{said}");
+    assert!(
+        said.starts_with("webtrain: training diverged at epoch 1, step "),
+        "{said}"
+    );
+    assert!(said.contains(out.to_str().unwrap()), "{said}");
+    assert_eq!(metrics(&out)["outcome"], "diverged");
+    for name in ["model.safetensors", "model.bpk", "loss.svg"] {
+        assert!(out.join(name).is_file(), "{name}: {said}");
+    }
+    // The weights it kept are the last finite ones: they load and evaluate.
+    let weights = out.join("model.safetensors");
+    let eval = command(&[
+        "eval",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--test-limit",
+        "100",
+        "--weights",
+        weights.to_str().unwrap(),
+    ])
+    .output()
+    .unwrap();
+    assert!(eval.status.success(), "{}", stderr(&eval));
 }
 
 /// Waits until `path` exists, or fails after a while.

@@ -78,10 +78,15 @@ impl Pool {
 fn max_pool2d_with_indices_matches_the_reference_on_random_shapes() {
     let device = Device::flex();
     let mut cases = Cases(0x9E37_79B9_7F4A_7C15);
-    let mut whole_windows = 0;
+    let (mut whole_windows, mut lenet_windows) = (0, 0);
     let mut checked = 0;
     while checked < 300 {
-        let kernel = [1 + cases.below(4), 1 + cases.below(4)];
+        // A quarter of the cases are LeNet's 2x2 windows with stride 2: the patch's own row.
+        let lenet = cases.below(4) == 0;
+        let kernel = match lenet {
+            true => [2, 2],
+            false => [1 + cases.below(4), 1 + cases.below(4)],
+        };
         let pool = Pool {
             shape: [
                 1 + cases.below(3),
@@ -90,17 +95,20 @@ fn max_pool2d_with_indices_matches_the_reference_on_random_shapes() {
                 1 + cases.below(15),
             ],
             kernel,
-            stride: [1 + cases.below(3), 1 + cases.below(3)],
-            // Half the cases without padding or dilation: the patch's path.
-            padding: match cases.below(2) {
-                0 => [0, 0],
+            stride: match lenet {
+                true => [2, 2],
+                false => [1 + cases.below(3), 1 + cases.below(3)],
+            },
+            // Half the other cases without padding or dilation: the patch's path.
+            padding: match lenet || cases.below(2) == 0 {
+                true => [0, 0],
                 _ => [
                     cases.below(kernel[0] / 2 + 1),
                     cases.below(kernel[1] / 2 + 1),
                 ],
             },
-            dilation: match cases.below(2) {
-                0 => [1, 1],
+            dilation: match lenet || cases.below(2) == 0 {
+                true => [1, 1],
                 _ => [1 + cases.below(2), 1 + cases.below(2)],
             },
             ceil_mode: cases.below(2) == 1,
@@ -153,9 +161,12 @@ fn max_pool2d_with_indices_matches_the_reference_on_random_shapes() {
             .unwrap();
         assert_eq!(indices, want_indices, "{case}");
         whole_windows += usize::from(pool.padding == [0, 0] && pool.dilation == [1, 1]);
+        let whole = |d: usize| 2 * pool.out_size(d) <= pool.shape[2 + d];
+        lenet_windows += usize::from(lenet && whole(0) && whole(1));
         checked += 1;
     }
     assert!(whole_windows > 50, "{whole_windows} cases on the fast path");
+    assert!(lenet_windows > 30, "{lenet_windows} cases on the 2x2 row");
 }
 
 fn tensor<const D: usize>(data: Vec<f32>, shape: [usize; D]) -> Tensor<D> {

@@ -110,11 +110,15 @@ fn resumed(events: &[TrainEvent]) -> usize {
         .position(|e| matches!(e, TrainEvent::DeviceLost { .. }))
         .unwrap_or_else(|| panic!("no DeviceLost event: {events:?}"));
     let TrainEvent::DeviceLost {
-        resumed_at_step, ..
+        resumed_at_step,
+        ref cpu_threads,
+        ..
     } = events[lost]
     else {
         unreachable!()
     };
+    // The threads the run goes on with, as the backend line says them.
+    assert_eq!(*cpu_threads, webtrain::platform::cpu_threads().to_string());
     let steps: Vec<usize> = events[lost..]
         .iter()
         .filter_map(|e| match e {

@@ -26,7 +26,9 @@ use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
 use webtrain::metrics::RunMetrics;
 use webtrain::model::{Net, NetConfig};
 use webtrain::op_profile::cpu_profile;
-use webtrain::train::{TrainControl, TrainError, TrainEvent, evaluate, resume, train_from};
+use webtrain::train::{
+    Divergence, Outcome, TrainControl, TrainError, TrainEvent, evaluate, resume, train_from,
+};
 use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors};
 
 #[derive(Parser)]
@@ -189,10 +191,20 @@ enum CliError {
     },
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     NotSaved(Vec<CliError>),
+    #[error(
+        "training {divergence}; the last weights with a finite loss are in {}: try a lower --lr",
+        .out.display()
+    )]
+    Diverged {
+        divergence: Divergence,
+        out: PathBuf,
+    },
 }
 
 /// The shell's code for a process ended by Ctrl-C (128 + SIGINT).
 const INTERRUPTED_EXIT: i32 = 130;
+/// A run that diverged: its files are written, but a script should not go on as if it trained.
+const DIVERGED_EXIT: u8 = 1;
 
 /// The validated settings, the data and the device of a run, or why there is none.
 fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError> {
@@ -390,8 +402,10 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
             TrainEvent::DeviceLost {
                 reason,
                 resumed_at_step,
+                cpu_threads,
             } => print(format!(
-                "The GPU was lost ({reason}); going on on the CPU from step {resumed_at_step}"
+                "The GPU was lost ({reason}); going on on the CPU ({cpu_threads}) from step \
+                 {resumed_at_step}"
             )),
             TrainEvent::Diverged(divergence) => print(format!("Training {divergence}")),
             TrainEvent::Done {
@@ -420,8 +434,14 @@ fn run_training(args: TrainArgs) -> Result<(), CliError> {
     if let (Err(_), Err(not_saved)) = (&trained, &saved) {
         eprintln!("webtrain: {not_saved}");
     }
-    trained?;
+    let trained = trained?;
     saved?;
+    if let (Outcome::Diverged, Some(divergence)) = (trained.outcome, metrics.divergence) {
+        return Err(CliError::Diverged {
+            divergence,
+            out: folder.path().into(),
+        });
+    }
     if interrupted.load(Ordering::SeqCst) {
         let Position { epoch, step, .. } = stopped_at.unwrap_or(Position::START);
         return Err(CliError::Interrupted {
@@ -479,6 +499,7 @@ pub fn main() -> ExitCode {
             eprintln!("webtrain: {error}");
             match error {
                 CliError::Interrupted { .. } => ExitCode::from(INTERRUPTED_EXIT as u8),
+                CliError::Diverged { .. } => ExitCode::from(DIVERGED_EXIT),
                 _ => ExitCode::from(2),
             }
         }

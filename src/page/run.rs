@@ -191,12 +191,13 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
         TrainEvent::DeviceLost {
             reason,
             resumed_at_step,
+            cpu_threads,
         } => {
             let message = format!(
-                "The GPU was lost ({reason}). Training goes on on the CPU from step {resumed_at_step}, the last checkpoint."
+                "The GPU was lost ({reason}). Training goes on on the CPU ({cpu_threads}) from step {resumed_at_step}, the last checkpoint."
             );
             log(&message);
-            set_text("backend", "CPU — the GPU was lost");
+            set_text("backend", &format!("CPU, {cpu_threads} — the GPU was lost"));
             show_error(&message);
             true
         }

@@ -118,6 +118,8 @@ pub enum TrainEvent {
     DeviceLost {
         reason: String,
         resumed_at_step: usize,
+        /// The CPU backend's threads, as the backend line says them ("2 threads").
+        cpu_threads: String,
     },
     Diverged(Divergence),
     Done {

@@ -170,6 +170,7 @@ async fn run(
     on_event(TrainEvent::DeviceLost {
         reason: reason.clone(),
         resumed_at_step: last.position.step,
+        cpu_threads: crate::platform::cpu_threads().to_string(),
     });
     let (model, optimizer) = last.restore(&cpu)?;
     let start = Start {

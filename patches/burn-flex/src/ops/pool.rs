@@ -428,6 +428,7 @@ where
     let (plane_in, plane_out) = (in_h * in_w, out_h * out_w);
     let mut output = vec![neg_inf; planes * plane_out];
     let mut indices = vec![-1i64; planes * plane_out];
+    let pairs = [kernel_h, kernel_w] == [2, 2] && [stride_h, stride_w] == [2, 2];
     let plane = |bc: usize, output: &mut [T], indices: &mut [i64]| {
         let src = &x_data[bc * plane_in..(bc + 1) * plane_in];
         let rows = output
@@ -435,6 +436,10 @@ where
             .zip(indices.chunks_exact_mut(out_w));
         for (oh, (out_row, idx_row)) in rows.enumerate() {
             let top = oh * stride_h * in_w;
+            if pairs {
+                max_pool2x2_row(src, top, in_w, out_row, idx_row);
+                continue;
+            }
             for (ow, (out, idx)) in out_row.iter_mut().zip(idx_row.iter_mut()).enumerate() {
                 *out = src[top + ow * stride_w];
                 *idx = (top + ow * stride_w) as i64;
@@ -472,6 +477,38 @@ where
         plane(bc, output, indices);
     }
     (output, indices)
+}
+
+/// webtrain patch: one output row of a 2x2 pool with stride 2 (LeNet's), its windows starting
+/// at `top` in `src`. The row loop above re-read and re-wrote each output and index once per
+/// tap; here a window's four values are compared in registers, in the same order (so the same
+/// output and index, NaN and ties included), and written once.
+fn max_pool2x2_row<T>(src: &[T], top: usize, in_w: usize, out_row: &mut [T], idx_row: &mut [i64])
+where
+    T: Copy + PartialOrd + num_traits::Float,
+{
+    let width = 2 * out_row.len();
+    let upper = &src[top..top + width];
+    let lower = &src[top + in_w..top + in_w + width];
+    let windows = upper.chunks_exact(2).zip(lower.chunks_exact(2));
+    for (ow, ((up, low), (out, idx))) in windows
+        .zip(out_row.iter_mut().zip(idx_row.iter_mut()))
+        .enumerate()
+    {
+        let at = top + 2 * ow;
+        let (mut best, mut best_at) = (up[0], at);
+        for (val, val_at) in [
+            (up[1], at + 1),
+            (low[0], at + in_w),
+            (low[1], at + in_w + 1),
+        ] {
+            let take = (val > best) | val.is_nan();
+            best = core::hint::select_unpredictable(take, val, best);
+            best_at = core::hint::select_unpredictable(take, val_at, best_at);
+        }
+        *out = best;
+        *idx = best_at as i64;
+    }
 }
 
 /// 3D max pooling (without returning indices) for f32.
