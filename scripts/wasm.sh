@@ -5,7 +5,11 @@
 # nightly toolchain scripts/nightly.sh pins; scripts/setup.sh wasm installs it.
 #   scripts/wasm.sh trunk build --release
 set -euo pipefail
-export CARGO_UNSTABLE_BUILD_STD=std,panic_abort
+# `test` too, though only the wasm tests link it: a build of tests adds libtest to the std it
+# rebuilds, and every crate built with it then depends on libtest, so the page's build (no
+# tests) had every crate's hash differ and compiled burn and all below it again after
+# `wasm-pack test` had (~15 min of a fresh make test).
+export CARGO_UNSTABLE_BUILD_STD=std,panic_abort,test
 # A shared memory needs a maximum: 4 GiB, as unshared. The other link arguments a threaded
 # module needs are in build.rs.
 export CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUSTFLAGS="-C target-feature=+atomics,+bulk-memory,+mutable-globals -C link-arg=--max-memory=4294967296"
