@@ -5,6 +5,8 @@ export CARGO_TARGET_DIR ?= $(HOME)/.cache/webtrain/target
 # Training tests in the browser take longer than wasm-bindgen-test's default 20 s.
 export WASM_BINDGEN_TEST_TIMEOUT ?= 900
 CHROMEDRIVER ?= /usr/bin/chromedriver
+# The suites that run in headless Chromium (scripts/wasm.sh names their runner).
+WASM_TESTS := web web_fallback web_corpus web_device_lost web_protocol
 # The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 # Every wasm build is threaded: a pinned nightly with -Zbuild-std (scripts/wasm.sh says why).
@@ -37,7 +39,7 @@ train: data
 test: data
 	scripts/setup.sh trunk browser e2e
 	$(NIGHTLY) cargo test
-	$(WASM) wasm-pack test --headless --chrome --chromedriver $(CHROMEDRIVER) -- --test web --test web_fallback --test web_corpus --test web_device_lost --test web_protocol
+	CHROMEDRIVER=$(CHROMEDRIVER) $(WASM) cargo test --target wasm32-unknown-unknown $(addprefix --test ,$(WASM_TESTS))
 	scripts/e2e.sh
 
 # Speed against PyTorch (native) and TensorFlow.js (same headless Chromium): bench/RESULTS.md.

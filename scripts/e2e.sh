@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the page with trunk, serves it on 127.0.0.1:$PORT and runs the end-to-end tests in
-# headless Chromium against it. The debug build reuses what `wasm-pack test` compiled.
+# headless Chromium against it. The debug build reuses what the wasm tests compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-8090}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs a cargo command, or a tool that runs cargo (trunk, wasm-pack), on the nightly toolchain
+# Runs a cargo command, or a tool that runs cargo (trunk), on the nightly toolchain
 # pinned here, with cargo judging a source file fresh by its checksum instead of its mtime
 # (-Zchecksum-freshness). Why: `make test` runs on clean clones (CI) that share one build cache,
 # and a clone's files are all newer than that cache; by mtime cargo rebuilt the crates under

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what the Makefile's targets need, skipping whatever is already there.
 #   scripts/setup.sh wasm      the nightly toolchain (scripts/nightly.sh) with rust-src and
-#                              wasm32, wasm-bindgen-cli 0.2.130, wasm-pack
+#                              wasm32, wasm-bindgen-cli 0.2.130 (wasm-bindgen and the wasm tests'
+#                              runner)
 #   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
 #   scripts/setup.sh e2e       playwright-core and axe-core for the end-to-end tests (npm, no browser download)
@@ -12,7 +13,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen pinned in Cargo.toml
-WASM_PACK_VERSION=0.15.1
 TRUNK_VERSION=0.21.14
 
 has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -q "$2"; }
@@ -20,15 +20,13 @@ has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep 
 setup_wasm() {
   local toolchain
   toolchain=$(scripts/nightly.sh --toolchain)
-  # rust-src: std is rebuilt with atomics. wasm32's prebuilt std: wasm-pack looks for it.
+  # rust-src: std is rebuilt with atomics.
   rustup toolchain list | grep -q "^$toolchain" &&
     rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' ||
     rustup toolchain install "$toolchain" --profile minimal --component rust-src \
       --target wasm32-unknown-unknown
   has_version wasm-bindgen "$WASM_BINDGEN_VERSION" ||
     cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
-  has_version wasm-pack "$WASM_PACK_VERSION" ||
-    cargo install wasm-pack --version "$WASM_PACK_VERSION"
 }
 
 setup_trunk() {
