@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Runs a command that builds the page's wasm (trunk, cargo test --target wasm32-unknown-unknown) the way every wasm build of this
-# project is built: threaded. The CPU backend's thread pool (src/platform.rs) needs atomics and
-# bulk memory in every crate, std's included, so std is rebuilt from source (-Zbuild-std) by the
-# nightly toolchain scripts/nightly.sh pins; scripts/setup.sh wasm installs it.
+# Runs a command that builds the page's wasm (trunk, or cargo test --target
+# wasm32-unknown-unknown) the way every wasm build of this project is built: threaded. The CPU
+# backend's thread pool (src/platform.rs) needs atomics and bulk memory in every crate, std's
+# included, so std is rebuilt from source (-Zbuild-std) by the nightly toolchain
+# scripts/nightly.sh pins; scripts/setup.sh wasm installs it.
 #   scripts/wasm.sh trunk build --release
 set -euo pipefail
 # `test` too, though only the wasm tests link it: a build of tests adds libtest to the std it

@@ -32,6 +32,12 @@ pub const SHAPES: [[usize; 3]; 6] = [
     [800, 500, 64],
 ];
 
+/// `SHAPES[shape][axis]`, for the page's labels: the shapes are written here only.
+#[unsafe(no_mangle)]
+pub extern "C" fn shape_dim(shape: u32, axis: u32) -> u32 {
+    SHAPES[shape as usize][axis as usize] as u32
+}
+
 fn median_ms(mut run: impl FnMut()) -> f64 {
     let mut times: Vec<f64> = (0..24)
         .map(|_| {
