@@ -1,7 +1,7 @@
-//! Links the page's threaded wasm (scripts/wasm.sh builds every wasm with atomics): its memory
+//! Links the page's threaded wasm (.cargo/config.toml builds every wasm with atomics): its memory
 //! shared and imported, so that the training worker hands it to the CPU backend's thread
 //! workers, and the thread-local storage symbols wasm-bindgen sets up each thread with. rustc
-//! passes none of these itself (1.97). The memory's maximum is in scripts/wasm.sh.
+//! passes none of these itself (1.97). The memory's maximum is in .cargo/config.toml.
 
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");

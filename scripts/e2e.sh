@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Builds the page with trunk, serves it on 127.0.0.1:$PORT and runs the end-to-end tests in
-# headless Chromium against it. The debug build reuses what the wasm tests compiled.
+# headless Chromium against it. The debug build reuses what the browser tests compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 port=${PORT:-8090}
 dist=${CARGO_TARGET_DIR:-target}/e2e-dist
 
-scripts/wasm.sh trunk build --offline --dist "$dist"
+trunk build --dist "$dist"
 # Another server on the port would be the one these tests drive.
 if curl -fs "http://127.0.0.1:$port/" >/dev/null; then
   echo "e2e: port $port is taken (set PORT)" >&2

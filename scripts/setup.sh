@@ -1,38 +1,47 @@
 #!/usr/bin/env bash
 # Installs what the Makefile's targets need, skipping whatever is already there.
-#   scripts/setup.sh wasm      the nightly toolchain (scripts/nightly.sh) with rust-src and
-#                              wasm32, wasm-bindgen-cli 0.2.130 (wasm-bindgen and the wasm tests'
-#                              runner)
-#   scripts/setup.sh trunk     trunk 0.21.14 (0.22 needs a newer rustc than 1.95)
+#   scripts/setup.sh wasm      the toolchain rust-toolchain.toml names (rust-src and wasm32
+#                              with it) and wasm-bindgen-cli 0.2.130 (wasm-bindgen and the
+#                              browser tests' runner)
+#   scripts/setup.sh trunk     the above and trunk 0.21.14 (the page's build)
+#   scripts/setup.sh wasm-pack the above and wasm-pack 0.15.1 (`wasm-pack test`)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
 #   scripts/setup.sh e2e       playwright-core and axe-core for the end-to-end tests (npm, no browser download)
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
 #   scripts/setup.sh soak      the benchmark's npm packages only
-#   scripts/setup.sh fuzz      nightly Rust and cargo-fuzz
+#   scripts/setup.sh fuzz      cargo-fuzz
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen pinned in Cargo.toml
 TRUNK_VERSION=0.21.14
+WASM_PACK_VERSION=0.15.1
+
+tools_target=${TOOLS_TARGET_DIR:-$HOME/.cache/webtrain/tools-target}
 
 has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -q "$2"; }
 
 setup_wasm() {
-  local toolchain
-  toolchain=$(scripts/nightly.sh --toolchain)
-  # rust-src: std is rebuilt with atomics.
-  rustup toolchain list | grep -q "^$toolchain" &&
-    rustup component list --toolchain "$toolchain" --installed | grep -q '^rust-src' ||
-    rustup toolchain install "$toolchain" --profile minimal --component rust-src \
-      --target wasm32-unknown-unknown
+  # Installs rust-toolchain.toml's toolchain where it is missing (rustup would on the first
+  # cargo command anyway).
+  rustup --quiet toolchain install >/dev/null
+  # The tools build in a folder of their own, shared among them, away from the project's build.
+  # Not --locked: wasm-bindgen-cli 0.2.130's lockfile names a yanked webpki-roots.
   has_version wasm-bindgen "$WASM_BINDGEN_VERSION" ||
-    cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+    cargo install --target-dir "$tools_target" wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
+}
+
+setup_wasm_pack() {
+  setup_wasm
+  has_version wasm-pack "$WASM_PACK_VERSION" ||
+    cargo install --target-dir "$tools_target" wasm-pack --version "$WASM_PACK_VERSION"
 }
 
 setup_trunk() {
   setup_wasm
   # --locked: a newer cssparser breaks lightningcss, trunk's CSS minifier.
-  has_version trunk "$TRUNK_VERSION" || cargo install trunk --version "$TRUNK_VERSION" --locked
+  has_version trunk "$TRUNK_VERSION" ||
+    cargo install --locked --target-dir "$tools_target" trunk --version "$TRUNK_VERSION"
 }
 
 setup_browser() {
@@ -57,7 +66,6 @@ setup_soak() {
 }
 
 setup_fuzz() {
-  rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 }
 
@@ -73,6 +81,7 @@ for what in "$@"; do
   case "$what" in
     wasm) setup_wasm ;;
     trunk) setup_trunk ;;
+    wasm-pack) setup_wasm_pack ;;
     browser) setup_browser ;;
     e2e) setup_e2e ;;
     bench) setup_bench ;;

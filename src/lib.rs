@@ -4,6 +4,8 @@
 pub mod bench;
 pub mod chart;
 pub mod checkpoint;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod cli;
 pub mod config;
 pub mod data;
 pub mod device;

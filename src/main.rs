@@ -2,11 +2,8 @@
 //! training worker.
 
 #[cfg(not(target_arch = "wasm32"))]
-mod cli;
-
-#[cfg(not(target_arch = "wasm32"))]
 fn main() -> std::process::ExitCode {
-    cli::main()
+    webtrain::cli::main()
 }
 
 #[cfg(target_arch = "wasm32")]

@@ -1,5 +1,6 @@
 //! The kernel profile of `make bench`: what a step launches on wgpu, counted and timed through
 //! cubecl's launch observer. Its own test binary: the observer sees every launch in the process.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod common;
 

@@ -11,25 +11,25 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::bench::{self, BenchError};
+use crate::checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES, Position};
+use crate::config::{ModelKind, TrainConfig};
+use crate::data::MnistBatcher;
+use crate::data::{DataError, Mnist};
+use crate::device::{BackendChoice, DeviceError, TrainDevice, select_device};
+use crate::metrics::RunMetrics;
+use crate::model::{Net, NetConfig};
+use crate::op_profile::cpu_profile;
+use crate::train::{
+    Divergence, Outcome, TrainControl, TrainError, TrainEvent, evaluate, resume, train_from,
+};
+use crate::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors};
 use burn::prelude::Device;
 use clap::{Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 use run_folder::{CHECKPOINT, CheckpointWrites, RunFolder, save_results};
 use settings::{All, ForEval, SettingFlags};
 use thiserror::Error;
-use webtrain::bench::{self, BenchError};
-use webtrain::checkpoint::{Checkpoint, CheckpointError, MAX_CHECKPOINT_BYTES, Position};
-use webtrain::config::{ModelKind, TrainConfig};
-use webtrain::data::MnistBatcher;
-use webtrain::data::{DataError, Mnist};
-use webtrain::device::{BackendChoice, DeviceError, TrainDevice, select_device};
-use webtrain::metrics::RunMetrics;
-use webtrain::model::{Net, NetConfig};
-use webtrain::op_profile::cpu_profile;
-use webtrain::train::{
-    Divergence, Outcome, TrainControl, TrainError, TrainEvent, evaluate, resume, train_from,
-};
-use webtrain::weights::{MAX_WEIGHTS_BYTES, WeightsError, from_safetensors};
 
 #[derive(Parser)]
 #[command(
@@ -137,7 +137,7 @@ enum CliError {
     #[error("ui: {0}")]
     Serve(String),
     #[error(transparent)]
-    Config(#[from] webtrain::config::ConfigError),
+    Config(#[from] crate::config::ConfigError),
     #[error(transparent)]
     Data(#[from] DataError),
     #[error(transparent)]
@@ -159,7 +159,7 @@ enum CliError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Chart(#[from] webtrain::chart::ChartError),
+    Chart(#[from] crate::chart::ChartError),
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,

@@ -12,7 +12,7 @@ use crate::config::{ConfigError, SETTINGS, TrainConfig};
 use crate::device::DeviceError;
 
 /// The form's fields, one a setting: its id is the setting's name with `-` for `_`
-/// (tests/settings.rs checks index.html against them).
+/// (tests/native/settings.rs checks index.html against them).
 fn fields() -> impl Iterator<Item = (&'static str, String)> {
     SETTINGS
         .iter()

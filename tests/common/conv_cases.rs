@@ -1,5 +1,6 @@
 //! Convolution cases and their reference sums, shared by the kernel tests of the two patched
-//! backends (`flex_kernels.rs` for burn-flex, `cubecl_kernels.rs` and `web.rs` for burn-cubecl).
+//! backends (`native/flex_kernels.rs` for burn-flex, `native/cubecl_kernels.rs` and
+//! `browser/training.rs` for burn-cubecl).
 #![allow(dead_code)]
 
 use burn::tensor::ops::ConvOptions;

@@ -1,6 +1,6 @@
 //! Malformed inputs, each with the message it has to end in: IDX files, weight and checkpoint
-//! files, settings, and the page's URL query. `tests/cli.rs` feeds every case to the CLI, and
-//! `tests/web_corpus.rs` to the library in the browser, as the page would.
+//! files, settings, and the page's URL query. `tests/native/cli.rs` feeds every case to the CLI,
+//! and `tests/browser/malformed_input.rs` to the library in the browser, as the page would.
 
 use std::io::Write;
 

@@ -115,7 +115,7 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     assert.equal(await page.inputValue('#train-limit'), '3840');
     assert.equal(await pixels(page, 'loss-chart', LOSS), 0);
     // While MNIST downloads, the page builds a WebGPU run's kernels on blank images; the run
-    // then starts with them (tests/web.rs checks it builds none of its own).
+    // then starts with them (tests/browser/training.rs checks it builds none of its own).
     await page.waitForSelector('#kernels[data-done]', { state: 'attached', timeout: 300_000 });
     const kernels = await page.textContent('#kernels');
     if (backend === 'gpu') assert.match(kernels, /^ · kernels built in \d+\.\d s$/);

@@ -10,15 +10,15 @@ use std::sync::{Arc, mpsc as mpsc_std};
 use std::task::{Context, Wake, Waker};
 use std::thread::Thread;
 
+use crate::config::TrainConfig;
+use crate::data::Mnist;
+use crate::metrics::RunMetrics;
+use crate::model::Net;
+use crate::session::envelope::Envelope;
+use crate::session::protocol::{Ask, Reply, Request, RunFiles};
+use crate::session::{Host, RunRecord, Session, SessionError};
+use crate::train::TrainEvent;
 use tokio::sync::mpsc;
-use webtrain::config::TrainConfig;
-use webtrain::data::Mnist;
-use webtrain::metrics::RunMetrics;
-use webtrain::model::Net;
-use webtrain::session::envelope::Envelope;
-use webtrain::session::protocol::{Ask, Reply, Request, RunFiles};
-use webtrain::session::{Host, RunRecord, Session, SessionError};
-use webtrain::train::TrainEvent;
 
 use super::{say, warn};
 use crate::cli::run_folder::{CheckpointWrites, RunFolder, save_results};

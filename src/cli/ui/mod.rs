@@ -11,6 +11,8 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use crate::session::envelope::MAX_MESSAGE_BYTES;
+use crate::session::protocol::{Control, Follow};
 use axum::Router;
 use axum::extract::{Query, Request, State, WebSocketUpgrade};
 use axum::http::{HeaderMap, HeaderName, HeaderValue};
@@ -18,8 +20,6 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use tower_http::services::ServeDir;
-use webtrain::session::envelope::MAX_MESSAGE_BYTES;
-use webtrain::session::protocol::{Control, Follow};
 
 use super::CliError;
 use engine::Engine;

@@ -2,11 +2,11 @@
 //! an [`Envelope`] for the engine, each reply one back. A message the engine cannot read is
 //! answered `Failed`; one too large closes this connection (1009), and no other.
 
+use crate::session::envelope::{BadMessage, Envelope, MAX_MESSAGE_BYTES};
+use crate::session::failure;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use axum::http::{HeaderMap, StatusCode, header};
 use tokio::sync::mpsc;
-use webtrain::session::envelope::{BadMessage, Envelope, MAX_MESSAGE_BYTES};
-use webtrain::session::failure;
 
 use super::engine::{Engine, Job};
 

@@ -1,6 +1,6 @@
 //! Training on the real MNIST set, on the CPU backend and on wgpu (lavapipe on GPU-less machines).
 
-mod common;
+use crate::common;
 
 use burn::prelude::*;
 use webtrain::config::{ModelKind, TrainConfig};

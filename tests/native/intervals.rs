@@ -1,7 +1,7 @@
 //! The charts' intervals from real runs: each the mean of its steps' losses and the accuracy
-//! of its batches, read on the CPU as each ends. On wgpu: tests/training.rs.
+//! of its batches, read on the CPU as each ends. On wgpu: training.rs.
 
-mod common;
+use crate::common;
 
 use burn::prelude::*;
 use webtrain::config::{ModelKind, TrainConfig};

@@ -1,7 +1,7 @@
 //! From PyTorch's initial lenet weights, on PyTorch's batches, our training steps give PyTorch's
 //! losses, step by step (the fixture is made by tests/fixtures/pytorch_steps.py).
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

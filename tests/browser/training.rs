@@ -1,8 +1,9 @@
 //! In headless Chromium through wasm-bindgen-test: the training core on WebGPU and on the CPU.
-#![cfg(target_arch = "wasm32")]
 
 use burn::prelude::Device;
 use wasm_bindgen_test::*;
+
+use crate::conv_cases;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{IdxProblem, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, parse_images};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
@@ -10,10 +11,8 @@ use webtrain::op_profile::cpu_profile;
 use webtrain::train::{Outcome, TrainControl, TrainEvent, train};
 use webtrain::warm_up::warm_up;
 
-wasm_bindgen_test_configure!(run_in_browser);
-
-const IMAGES: &[u8] = include_bytes!("../data/mnist/t10k-images-idx3-ubyte.gz");
-const LABELS: &[u8] = include_bytes!("../data/mnist/t10k-labels-idx1-ubyte.gz");
+const IMAGES: &[u8] = include_bytes!("../../data/mnist/t10k-images-idx3-ubyte.gz");
+const LABELS: &[u8] = include_bytes!("../../data/mnist/t10k-labels-idx1-ubyte.gz");
 
 /// Real MNIST digits, compiled in (the browser has no filesystem): the 10k test split, whose
 /// gzip is 1.6 MB against the training split's 9.7 MB.
@@ -221,9 +220,6 @@ async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today() {
         "{per_step:.2} dispatches a step, more than {CEILING}"
     );
 }
-
-#[path = "common/conv_cases.rs"]
-mod conv_cases;
 
 /// A convolution's weight gradient on WebGPU, where burn-cubecl has no autotune and always runs
 /// its fallback (`patches/burn-cubecl`: one kernel reading both operands by their strides),

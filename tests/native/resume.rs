@@ -1,7 +1,7 @@
 //! Checkpoints on the real MNIST set: a run resumed from one, or paused and resumed, gives the
 //! losses of a run that never stopped, bit for bit, on the CPU backend.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

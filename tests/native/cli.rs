@@ -1,6 +1,6 @@
 //! The `webtrain` binary, as a user runs it.
 
-mod corpus;
+use crate::corpus;
 
 use std::path::Path;
 use std::process::{Command, Output};
@@ -96,7 +96,7 @@ fn the_malformed_input_corpus_is_refused_with_one_line_each() {
                 flag = format!("--{}", name.replace('_', "-"));
                 vec!["train", &flag, value, "--out", out_arg]
             }
-            // The page's own; tests/web_corpus.rs runs them.
+            // The page's own; tests/browser/malformed_input.rs runs them.
             corpus::Input::Query(_) => continue,
         };
         assert_one_line_exit_2(&case.name, &webtrain(&args), case.expected);

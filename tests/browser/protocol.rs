@@ -1,6 +1,5 @@
 //! In headless Chromium: what the page and its training worker post to each other survives a
 //! real message channel, payloads moved rather than copied.
-#![cfg(target_arch = "wasm32")]
 
 use js_sys::{ArrayBuffer, Promise};
 use wasm_bindgen::JsCast;
@@ -14,8 +13,6 @@ use webtrain::session::protocol::{
     Ask, Evaluate, Payload, Predict, Probabilities, Reply, Request, RunEnded, Train,
 };
 use webtrain::train::{Divergence, EpochReport, Outcome, TrainEvent};
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 /// Posts `envelope` through a MessageChannel, as the page and the worker do, and reads it back;
 /// also returns the sender's buffers after the post.

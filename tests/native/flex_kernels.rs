@@ -6,8 +6,7 @@ use burn::prelude::*;
 use burn::tensor::module::{conv2d, conv2d_weight_backward, max_pool2d_with_indices};
 use burn::tensor::ops::MaxPoolOptions;
 
-#[path = "common/conv_cases.rs"]
-mod conv_cases;
+use crate::conv_cases;
 use conv_cases::{Cases, conv_cases};
 
 struct Pool {

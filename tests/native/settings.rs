@@ -7,7 +7,7 @@ use std::process::Command;
 
 use webtrain::config::{SETTINGS, Setting, TrainConfig};
 
-const INDEX: &str = include_str!("../index.html");
+const INDEX: &str = include_str!("../../index.html");
 
 /// The tag that has `id="{id}"`, from `<` to `>`.
 fn tag_with_id(id: &str) -> Option<&'static str> {

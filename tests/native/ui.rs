@@ -3,9 +3,8 @@
 //! the run's files; a run outlives the tab that started it and a new tab follows it; bad and
 //! oversized messages get errors and end no one's run; the corpus's file cases are refused in
 //! the same words as in the browser.
-#![cfg(not(target_arch = "wasm32"))]
 
-mod corpus;
+use crate::corpus;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

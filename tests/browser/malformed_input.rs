@@ -1,8 +1,7 @@
 //! In headless Chromium: every case of the malformed-input corpus ends in a typed error with
 //! its one-line message, through the code the page runs, and nothing panics.
-#![cfg(target_arch = "wasm32")]
 
-mod corpus;
+use crate::corpus;
 
 use burn::prelude::Device;
 use corpus::{CHECKPOINT_SAMPLES, Input};
@@ -12,8 +11,6 @@ use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{MnistSplit, TRAIN_IMAGES, TRAIN_LABELS};
 use webtrain::page::settings_from_query;
 use webtrain::weights::from_safetensors;
-
-wasm_bindgen_test_configure!(run_in_browser);
 
 /// What resuming from the file would say, as `train::resume` checks it.
 fn checkpoint_error(bytes: &[u8]) -> Option<String> {

@@ -10,7 +10,7 @@ use webtrain::weights::to_safetensors;
 #[test]
 fn names_and_shapes_match_pytorchs_state_dicts() {
     let fixture: serde_json::Value =
-        serde_json::from_str(include_str!("fixtures/pytorch_state_dicts.json")).unwrap();
+        serde_json::from_str(include_str!("../fixtures/pytorch_state_dicts.json")).unwrap();
     for kind in [ModelKind::Lenet, ModelKind::LenetSmall] {
         let bytes = to_safetensors(&NetConfig::from(kind).init(&Device::flex(), 1)).unwrap();
         let file = SafeTensors::deserialize(&bytes).unwrap();

@@ -1,9 +1,8 @@
 //! The GPU kernel that `patches/burn-cubecl` adds, natively on wgpu (lavapipe where there is
 //! no GPU), against plain reference code on random shapes. burn's public call for a weight
 //! gradient goes through autotune natively, which may pick another candidate, so this calls
-//! burn-cubecl's fixed strategy, the one the browser build always runs. `web.rs` checks the
-//! same kernel in the browser through burn's public call.
-#![cfg(not(target_arch = "wasm32"))]
+//! burn-cubecl's fixed strategy, the one the browser build always runs.
+//! `tests/browser/training.rs` checks the same kernel in the browser through burn's public call.
 
 use burn::backend::wgpu::CubeBackend;
 use burn::tensor::{Shape, TensorData};
@@ -12,9 +11,9 @@ use burn_cubecl::CubeDevice;
 use burn_cubecl::cubecl::device::WgpuDeviceKind;
 use burn_cubecl::kernel::conv::{ConvStrategy, conv_weight_backward};
 use burn_cubecl::ops::into_data_sync;
+use webtrain::device::{BackendChoice, select_device};
 
-#[path = "common/conv_cases.rs"]
-mod conv_cases;
+use crate::conv_cases;
 use conv_cases::conv_cases;
 
 /// Each case twice: its tensors laid out [n, c, h, w] in memory, as uploaded (one channel an
@@ -22,6 +21,9 @@ use conv_cases::conv_cases;
 /// channels an invocation where their count allows).
 #[test]
 fn conv2d_weight_gradient_on_wgpu_matches_the_reference_on_random_shapes() {
+    // The library sets the wgpu runtime up first, as for training: a process registers it
+    // once, and the other tests of this binary select the GPU through the library.
+    pollster::block_on(select_device(BackendChoice::Gpu)).expect("a wgpu adapter");
     let device = CubeDevice::wgpu(WgpuDeviceKind::default()).expect("a wgpu adapter");
     let on = |data: &[f32], shape: [usize; 4], channels_last: bool| match channels_last {
         false => CubeBackend::float_from_data(TensorData::new(data.to_vec(), shape), &device),

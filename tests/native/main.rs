@@ -1,0 +1,22 @@
+//! The native integration tests, in one binary so that burn and wgpu are linked once. The
+//! browser's are in tests/browser; tests/kernel_profile.rs has a process of its own.
+#![cfg(not(target_arch = "wasm32"))]
+
+#[path = "../common/mod.rs"]
+mod common;
+#[path = "../common/conv_cases.rs"]
+mod conv_cases;
+#[path = "../corpus/mod.rs"]
+mod corpus;
+
+mod cli;
+mod cli_results;
+mod cubecl_kernels;
+mod flex_kernels;
+mod intervals;
+mod pytorch_parity;
+mod resume;
+mod settings;
+mod training;
+mod ui;
+mod weights;
