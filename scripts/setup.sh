@@ -3,8 +3,8 @@
 #   scripts/setup.sh wasm      the toolchain rust-toolchain.toml names (rust-src and wasm32
 #                              with it) and wasm-bindgen-cli 0.2.130 (wasm-bindgen and the
 #                              browser tests' runner)
-#   scripts/setup.sh trunk     the above and trunk 0.21.14 (the page's build)
-#   scripts/setup.sh wasm-pack the above and wasm-pack 0.15.1 (`wasm-pack test`)
+#   scripts/setup.sh trunk     wasm's, and trunk 0.21.14 (the page's build)
+#   scripts/setup.sh wasm-pack wasm's, and wasm-pack 0.15.1 (`wasm-pack test`)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
 #   scripts/setup.sh e2e       playwright-core and axe-core for the end-to-end tests (npm, no browser download)
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
@@ -17,7 +17,7 @@ WASM_BINDGEN_VERSION=0.2.130   # must equal the wasm-bindgen pinned in Cargo.tom
 TRUNK_VERSION=0.21.14
 WASM_PACK_VERSION=0.15.1
 
-tools_target=${TOOLS_TARGET_DIR:-$HOME/.cache/webtrain/tools-target}
+tools_target=$HOME/.cache/webtrain/tools-target
 
 has_version() { command -v "$1" >/dev/null && "$1" --version 2>/dev/null | grep -q "$2"; }
 
