@@ -17,7 +17,7 @@ serve: data
 	scripts/setup.sh trunk
 	trunk serve --release
 
-# The page and a native engine it trains on (this machine's GPU, or every core): prints the
+# The page and a native engine it trains on (the machine's GPU, or every core): prints the
 # page's URL with its token. Flags through ARGS, e.g. make ui ARGS="--out runs --open".
 ui: data
 	scripts/setup.sh trunk
@@ -36,7 +36,8 @@ test: data
 	wasm-pack test --headless --chrome
 	scripts/e2e.sh
 
-# Speed against PyTorch (native) and TensorFlow.js (same headless Chromium): bench/RESULTS.md.
+# Speed against PyTorch (native) and TensorFlow.js (same headless Chromium): writes
+# target/bench/RESULTS.md; bench/RESULTS.md is the curated copy, committed by hand.
 bench: data
 	scripts/setup.sh trunk browser bench
 	cargo build --release
@@ -44,8 +45,8 @@ bench: data
 	BENCH_DIST=$(BENCH_DIST) TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py
 
 # On a machine with an NVIDIA GPU: webtrain on wgpu (Vulkan) against PyTorch with CUDA, batch 64
-# and 512, speed and time to 98.5 % (bench/gpu.sh; writes bench/gpu/<date>.txt). Elsewhere it
-# says what it skips. WEBTRAIN= a release binary built elsewhere, PYTHON= a python with torch.
+# and 512, speed and time to 98.5 % (bench/gpu.sh; writes target/bench/gpu/<date>.txt).
+# Elsewhere it says what it skips. WEBTRAIN= a release binary built elsewhere, PYTHON= a python with torch.
 bench-gpu: data
 	cargo build --release
 	bench/gpu.sh

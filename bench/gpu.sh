@@ -4,7 +4,7 @@
 # samples/s and ms/step (median of 3 windows of 50 steps after 20), the kernels a step launches
 # (counted and timed one by one, natively), and the training time to
 # 98.5 % test accuracy (at most EPOCHS epochs), with the adapter each used. Prints a report and
-# writes it to bench/gpu/<date>.txt. Runs from a copy of the working tree with only:
+# writes it to target/bench/gpu/<date>.txt. Runs from a copy of the working tree with only:
 #   WEBTRAIN  the release binary built elsewhere (default: $CARGO_TARGET_DIR/release/webtrain)
 #   DATA      MNIST's four files, raw or .gz (default: data/mnist)
 #   PYTHON    a python with torch (default: python3); nothing is downloaded.
@@ -18,13 +18,13 @@ webtrain=${WEBTRAIN:-${CARGO_TARGET_DIR:-target}/release/webtrain}
 data=${DATA:-data/mnist}
 python=${PYTHON:-python3}
 epochs=${EPOCHS:-10}
-out=bench/gpu/$(date -u +%Y-%m-%d-%H%M).txt
+out=${CARGO_TARGET_DIR:-target}/bench/gpu/$(date -u +%Y-%m-%d-%H%M).txt
 timing=(--warmup 20 --steps 50 --repeats 3)
 if [ -n "${GPU_BENCH_QUICK:-}" ]; then
   timing=(--warmup 2 --steps 2 --repeats 1 --train-limit 4000 --test-limit 500)
   epochs=1
 fi
-mkdir -p bench/gpu
+mkdir -p "$(dirname "$out")"
 exec > >(tee "$out") 2>&1
 
 echo "# webtrain on wgpu against PyTorch with CUDA — $(date -u '+%Y-%m-%d %H:%M UTC')"

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The PyTorch peer of `webtrain bench`: the same LeNet, data, batch and optimizer as
-../shared/reference/lenet_pytorch.py (PyTorch's MNIST example), timed the way webtrain times
-itself, so the two figures compare like for like.
+reference/lenet_pytorch.py (PyTorch's MNIST example; its models are imported from there), timed
+the way webtrain times itself, so the two figures compare like for like.
 
   python3 bench/pytorch_lenet.py --data data/mnist [--device auto|cpu|cuda] [--warmup 20]
       [--steps 50] [--repeats 3] [--target-accuracy 98.5 --epochs 3]
@@ -10,38 +10,13 @@ Prints one JSON line: throughput (median of `repeats` windows of `steps` steps a
 warm-up, a loss read closing each window as webtrain's do) and, with --target-accuracy, the
 training time (evaluation excluded) to the first epoch whose test accuracy reaches it.
 """
-import argparse, gzip, json, os, statistics, time
+import argparse, gzip, json, os, statistics, sys, time
 
 import numpy as np
-import torch, torch.nn as nn, torch.nn.functional as F, torch.optim as optim
+import torch, torch.nn.functional as F, torch.optim as optim
 
-
-class LeNet(nn.Module):  # webtrain's `lenet`: 431,080 parameters
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 20, 5)
-        self.conv2 = nn.Conv2d(20, 50, 5)
-        self.fc1 = nn.Linear(50 * 4 * 4, 500)
-        self.fc2 = nn.Linear(500, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))
-
-
-class LeNetSmall(nn.Module):  # webtrain's `lenet-small`: 21,840 parameters
-    def __init__(self):
-        super().__init__()
-        self.conv1 = nn.Conv2d(1, 10, 5)
-        self.conv2 = nn.Conv2d(10, 20, 5)
-        self.fc1 = nn.Linear(320, 50)
-        self.fc2 = nn.Linear(50, 10)
-
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "reference"))
+from lenet_pytorch import LeNet, LeNetSmall  # noqa: E402
 
 
 MODELS = {"lenet": LeNet, "lenet-small": LeNetSmall}

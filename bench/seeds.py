@@ -4,7 +4,7 @@ the first hundred steps? Each side uses its own initialisation and shuffle from 
 
   python3 bench/seeds.py [--seeds 10] [--webtrain target/debug/webtrain] [--data data/mnist]
 
-The run (issue 17's): lenet, the first 4,000 training images, 1 epoch, batch 64, SGD lr 0.05
+The run: lenet, the first 4,000 training images, 1 epoch, batch 64, SGD lr 0.05
 momentum 0.9, test accuracy on the first 1,000 test images, webtrain on its CPU backend.
 Prints each seed's accuracies, then one JSON line with both means and standard deviations.
 Needs torch (scripts/setup.sh bench puts it in $TORCH_VENV; run this with that python).
