@@ -5,7 +5,8 @@
 
 # The benchmark's PyTorch, in a virtual environment of its own (scripts/setup.sh bench).
 export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
-# Where make bench and make soak put the release page they serve.
+# Where make bench and make soak put the release page they serve, with the measurement code
+# (the `measure` feature) that the page's own build leaves off.
 BENCH_DIST := target/bench-dist
 
 .PHONY: serve ui train test bench bench-gpu soak fuzz check-pytorch data
@@ -41,7 +42,7 @@ test: data
 bench: data
 	scripts/setup.sh trunk browser bench
 	cargo build --release
-	trunk build --release --dist $(BENCH_DIST)
+	trunk build --release --features measure --dist $(BENCH_DIST)
 	BENCH_DIST=$(BENCH_DIST) TORCH_PYTHON=$(TORCH_VENV)/bin/python python3 bench/run.py
 
 # On a machine with an NVIDIA GPU: webtrain on wgpu (Vulkan) against PyTorch with CUDA, batch 64
@@ -56,7 +57,7 @@ bench-gpu: data
 soak: data
 	scripts/setup.sh trunk browser soak
 	cargo build --release
-	trunk build --release --dist $(BENCH_DIST)
+	trunk build --release --features measure --dist $(BENCH_DIST)
 	BENCH_DIST=$(BENCH_DIST) python3 bench/soak.py
 
 # libFuzzer on the IDX parser and on the weights and checkpoint loaders, FUZZ_SECONDS each,

@@ -23,6 +23,9 @@ pub struct Net {
     fc2: Linear,
 }
 
+/// The digits: the models' outputs, and what the metrics count by.
+pub const CLASSES: usize = 10;
+
 #[derive(Config, Debug)]
 pub struct NetConfig {
     conv1_channels: usize,

@@ -4,9 +4,10 @@
 use burn::prelude::*;
 use burn::tensor::activation::softmax;
 
-use crate::data::MnistBatcher;
+use crate::data::batcher::MnistBatcher;
+use crate::model::CLASSES;
 use crate::model::Net;
-use crate::train::{CLASSES, TrainError};
+use crate::train::TrainError;
 
 /// Each digit's probability for each image of `pixels` (28x28 bytes per image).
 pub async fn probabilities(

@@ -8,9 +8,9 @@ use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, Sa
 use safetensors::{Dtype, SafeTensors};
 use thiserror::Error;
 
-use crate::checkpoint::{CheckpointError, model_from_weights, read_weights};
 use crate::config::{ModelKind, TrainConfig};
 use crate::model::{Layout, Net, NetConfig, Relayout};
+use crate::train::checkpoint::{CheckpointError, model_from_weights, read_weights};
 
 /// A lenet's weights take 1.7 MB; a file this large is not a LeNet's, and is not read.
 pub const MAX_WEIGHTS_BYTES: usize = 16 << 20;

@@ -5,9 +5,9 @@
 mod common;
 
 use burn::prelude::Device;
-use webtrain::bench::kernel_profile;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::device::{BackendChoice, select_device};
+use webtrain::measure::bench::kernel_profile;
 
 fn config() -> TrainConfig {
     TrainConfig {

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use burn::prelude::Device;
 use libfuzzer_sys::fuzz_target;
-use webtrain::checkpoint::Checkpoint;
+use webtrain::train::checkpoint::Checkpoint;
 use webtrain::config::ModelKind;
 use webtrain::data::{Mnist, MnistSplit};
 use webtrain::train::{TrainControl, TrainEvent, resume};

@@ -5,9 +5,9 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{ErrorKind, Write};
 use std::path::{Path, PathBuf};
 
-use crate::checkpoint::{Checkpoint, Position};
 use crate::metrics::RunMetrics;
 use crate::model::Net;
+use crate::train::checkpoint::{Checkpoint, Position};
 use crate::weights::to_safetensors;
 use burn::module::Module;
 
@@ -176,7 +176,7 @@ pub fn save_results(
         failures.extend(record.and_then(|bytes| folder.write(RECORD, &bytes)).err());
     }
     failures.extend(folder.write(METRICS, metrics.to_json().as_bytes()).err());
-    let chart = crate::chart::render_svg(metrics).map_err(CliError::from);
+    let chart = crate::metrics::chart::render_svg(metrics).map_err(CliError::from);
     failures.extend(
         chart
             .and_then(|svg| folder.write(CHART, svg.as_bytes()))

@@ -1,7 +1,8 @@
 //! A run's settings as flags, made from `config::SETTINGS`: each flag's name, help, default
 //! and parser are the setting's, so the CLI cannot say a setting differently from the page.
 
-use crate::config::{ConfigError, SETTINGS, Setting, TrainConfig};
+use crate::config::settings::{SETTINGS, Setting};
+use crate::config::{ConfigError, TrainConfig};
 use clap::{Arg, ArgMatches, Args, Command, FromArgMatches};
 
 /// Which settings a subcommand takes: all of them to train, the model and test set to evaluate.

@@ -14,7 +14,7 @@ use crate::session::protocol::{Control, Evaluate, UseFiles, WarmUp};
 /// Sends a pause, resume, stop or learning rate to the run; a refusal is shown. `then` runs
 /// once the worker has it; the loop acts on it before its next step.
 fn control(session: &Shared, request: Control, then: impl FnOnce() + 'static) {
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     wasm_bindgen_futures::spawn_local(async move {
         match trainer.ask(request).await {
             Ok(()) => then(),
@@ -24,8 +24,8 @@ fn control(session: &Shared, request: Control, then: impl FnOnce() + 'static) {
 }
 
 pub fn wire_controls(session: &Shared) {
-    wire_run_controls(session);
-    wire_model_controls(session);
+    wire_run_controls(page);
+    wire_model_controls(page);
     dom::on("reload", "click", |_| {
         let _ = web_sys::window().map(|window| window.location().reload());
     });
@@ -47,7 +47,7 @@ pub fn wire_controls(session: &Shared) {
 
 /// Start, pause, stop and the learning rate.
 fn wire_run_controls(session: &Shared) {
-    let s = session.clone();
+    let s = page.clone();
     dom::on("start", "click", move |_| {
         let Some((config, choice, train_len)) = begin_run(&s) else {
             return;
@@ -59,7 +59,7 @@ fn wire_run_controls(session: &Shared) {
             }
         });
     });
-    let s = session.clone();
+    let s = page.clone();
     dom::on("pause", "click", move |_| {
         let Phase::Training { paused } = s.borrow().phase else {
             return;
@@ -76,9 +76,9 @@ fn wire_run_controls(session: &Shared) {
             }
         });
     });
-    let s = session.clone();
+    let s = page.clone();
     dom::on("stop", "click", move |_| control(&s, Control::Stop, || {}));
-    let s = session.clone();
+    let s = page.clone();
     dom::on("apply-lr", "click", move |_| {
         let mut lr = TrainConfig::default();
         match lr
@@ -93,7 +93,7 @@ fn wire_run_controls(session: &Shared) {
 
 /// The model's tools, and the user's own MNIST files.
 fn wire_model_controls(session: &Shared) {
-    let s = session.clone();
+    let s = page.clone();
     dom::on("download-weights", "click", move |_| {
         if let Some(model) = &s.borrow().model {
             match download::save_weights(&model.weights, model.kind) {
@@ -102,7 +102,7 @@ fn wire_model_controls(session: &Shared) {
             }
         }
     });
-    let s = session.clone();
+    let s = page.clone();
     dom::on("load-weights", "click", move |_| {
         // The run in progress makes the worker's model its own at the end.
         if s.borrow().phase.is_training() {
@@ -121,14 +121,14 @@ fn wire_model_controls(session: &Shared) {
             show_error(&loaded.err().map(|e| e.to_string()).unwrap_or_default());
         });
     });
-    let s = session.clone();
+    let s = page.clone();
     dom::on("evaluate", "click", move |_| {
         // Counted at the click: a spawned task first runs after this turn's other clicks.
         let runs = s.borrow().runs;
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move { evaluate(&s, runs).await });
     });
-    let s = session.clone();
+    let s = page.clone();
     dom::on("use-files", "click", move |_| {
         // Not while MNIST downloads, nor during a run, nor twice at once.
         let before = s.borrow().phase;
@@ -144,13 +144,13 @@ fn wire_model_controls(session: &Shared) {
 /// Evaluates the current model on the form's test images, unless a run started since the
 /// click (`runs` then): its figures are the page's now, not the old model's.
 async fn evaluate(session: &Shared, runs: u32) {
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     let len = form_config()
         .ok()
         .and_then(|c| c.test_limit)
         .unwrap_or(usize::MAX);
     let evaluated = trainer.ask(Evaluate { len }).await;
-    if session.borrow().runs != runs {
+    if page.borrow().runs != runs {
         return;
     }
     match evaluated {
@@ -158,7 +158,7 @@ async fn evaluate(session: &Shared, runs: u32) {
             log(&report.to_string());
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
             insight::show_confusion(&report);
-            if let Err(error) = insight::show_gallery(session).await {
+            if let Err(error) = insight::show_gallery(page).await {
                 show_error(&error.to_string());
             }
         }
@@ -168,20 +168,20 @@ async fn evaluate(session: &Shared, runs: u32) {
 
 /// The user's four IDX files become the engine's MNIST; the phase goes back to `before`.
 async fn use_files(session: &Shared, before: Phase) {
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     let loaded = match download::from_inputs().await {
         Ok(files) => trainer.ask(UseFiles { files }).await,
         Err(error) => Err(error),
     };
     match loaded {
         Ok(sizes) => {
-            use_data(session, sizes);
+            use_data(page, sizes);
             show_error("");
-            set_phase(session, Phase::Ready);
+            set_phase(page, Phase::Ready);
         }
         // The data already loaded stays usable: only the message changes.
         Err(error) => {
-            set_phase(session, before);
+            set_phase(page, before);
             show_error(&error.to_string());
         }
     }
@@ -191,8 +191,8 @@ async fn use_files(session: &Shared, before: Phase) {
 /// awaited, so that a second click finds Start disabled; what the run is, if it can start.
 fn begin_run(session: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
     let (phase, data, gone) = {
-        let session = session.borrow();
-        (session.phase, session.data, session.worker_gone)
+        let page = page.borrow();
+        (page.phase, page.data, page.worker_gone)
     };
     if gone || matches!(phase, Phase::Loading | Phase::Training { .. }) {
         return None;
@@ -210,8 +210,8 @@ fn begin_run(session: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
         }
     };
     write_query(&config, choice);
-    session.borrow_mut().runs += 1;
-    set_phase(session, Phase::Training { paused: false });
+    page.borrow_mut().runs += 1;
+    set_phase(page, Phase::Training { paused: false });
     Some((config, choice, train_len))
 }
 
@@ -220,11 +220,11 @@ const KERNEL_SETTINGS: [&str; 4] = ["model", "optimizer", "batch-size", "backend
 
 pub fn wire_warm_up(session: &Shared) {
     for id in KERNEL_SETTINGS {
-        let s = session.clone();
+        let s = page.clone();
         dom::on(id, "change", move |_| {
             let idle = {
-                let session = s.borrow();
-                !session.phase.is_training() && !session.worker_gone
+                let page = s.borrow();
+                !page.phase.is_training() && !page.worker_gone
             };
             if idle {
                 warm_up(&s);
@@ -244,7 +244,7 @@ pub fn warm_up(session: &Shared) {
     let (Ok(config), Ok(choice)) = (form_config(), backend_choice()) else {
         return;
     };
-    let Ok(trainer) = session.borrow().engines.for_choice(choice) else {
+    let Ok(trainer) = page.borrow().engines.for_choice(choice) else {
         return;
     };
     let this = WARM_UPS.with(|n| {

@@ -22,8 +22,8 @@ pub struct ModelFile {
 
 fn show(session: &Shared, model: ModelFile, how: &str) {
     set_text("model-status", &format!("{how}: {}", model.about));
-    session.borrow_mut().model = Some(Rc::new(model));
-    session.borrow().render();
+    page.borrow_mut().model = Some(Rc::new(model));
+    page.borrow().render();
 }
 
 /// Makes `model`, which the worker already holds, the page's model and keeps it in this
@@ -39,13 +39,13 @@ pub async fn keep(session: &Shared, model: ModelFile) -> Result<(), PageError> {
         Err(PageError::Storage(reason)) => format!("Not kept in this browser: {reason}"),
         Err(error) => format!("Not kept in this browser: {error}"),
     };
-    show(session, model, &how);
+    show(page, model, &how);
     Ok(())
 }
 
 /// Hands a weights file to the worker, which checks it against `kind`.
 async fn load(session: &Shared, model: &ModelFile) -> Result<(), PageError> {
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     let weights = Payload::from(model.weights.clone());
     let kind = model.kind;
     trainer.ask(LoadModel { kind, weights }).await
@@ -61,8 +61,8 @@ pub async fn restore(session: &Shared) -> Result<(), PageError> {
         weights: stored.weights,
         about: stored.about,
     };
-    load(session, &model).await?;
-    show(session, model, "Restored from this browser");
+    load(page, &model).await?;
+    show(page, model, "Restored from this browser");
     Ok(())
 }
 
@@ -78,6 +78,6 @@ pub async fn load_file(session: &Shared, kind: ModelKind) -> Result<(), PageErro
         weights: download::read_file(&name, file, MAX_WEIGHTS_BYTES).await?,
         about: format!("{kind} from {name}"),
     };
-    load(session, &model).await?;
-    keep(session, model).await
+    load(page, &model).await?;
+    keep(page, model).await
 }

@@ -107,7 +107,7 @@ impl Engines {
 
 /// Offers the native engine in the backend select and learns whether it has a GPU.
 pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
-    let Some(native) = session.borrow().engines.native.clone() else {
+    let Some(native) = page.borrow().engines.native.clone() else {
         return Ok(());
     };
     // The backend line says which device and why once a run starts.
@@ -125,28 +125,28 @@ pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
     } else {
         "native — CPU"
     });
-    session.borrow_mut().engines.native_gpu = gpu;
+    page.borrow_mut().engines.native_gpu = gpu;
     Ok(())
 }
 
 /// Makes the engine `choice` trains on the page's: MNIST and the page's model go there first.
 pub async fn use_engine(session: &Shared, choice: EngineChoice) -> Result<Rc<Trainer>, PageError> {
     let (engine, current) = {
-        let session = session.borrow();
-        (session.engines.for_choice(choice)?, session.trainer.clone())
+        let page = page.borrow();
+        (page.engines.for_choice(choice)?, page.trainer.clone())
     };
     if Rc::ptr_eq(&engine, &current) {
         return Ok(engine);
     }
     set_text("data-status", "Loading MNIST in the other engine…");
     let sizes = engine.ask(Download {}).await?;
-    let model = session.borrow().model.clone();
+    let model = page.borrow().model.clone();
     if let Some(model) = model {
         let weights = Payload::from(model.weights.clone());
         let kind = model.kind;
         engine.ask(LoadModel { kind, weights }).await?;
     }
-    session.borrow_mut().trainer = engine.clone();
-    use_data(session, sizes);
+    page.borrow_mut().trainer = engine.clone();
+    use_data(page, sizes);
     Ok(engine)
 }

@@ -8,7 +8,8 @@ use web_sys::{HtmlElement, UrlSearchParams};
 use super::dom::{self, by_id, set_text};
 use super::engine::{EngineChoice, token};
 use super::{PageError, show_error};
-use crate::config::{ConfigError, SETTINGS, TrainConfig};
+use crate::config::settings::SETTINGS;
+use crate::config::{ConfigError, TrainConfig};
 use crate::device::DeviceError;
 
 /// The form's fields, one a setting: its id is the setting's name with `-` for `_`

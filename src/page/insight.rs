@@ -14,9 +14,10 @@ use web_sys::{
 use super::dom::{self, by_id, document, set_text};
 use super::{PageError, Shared};
 use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
+use crate::model::CLASSES;
 use crate::predict::predicted;
 use crate::session::protocol::{Confused, Gallery, Payload, Predict};
-use crate::train::{CLASSES, EpochReport};
+use crate::train::EpochReport;
 
 const GUESS_EVERY_MS: f64 = 150.0;
 /// MNIST's digits fill a 20x20 box in the middle of their 28x28 image.
@@ -123,7 +124,7 @@ async fn show_confused(session: &Shared, button: &Element) -> Result<(), PageErr
         return Ok(());
     };
     set_text("confused-caption", "Looking…");
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     let asked = Confused {
         truth: truth as u8,
         guess,
@@ -162,7 +163,7 @@ async fn show_confused(session: &Shared, button: &Element) -> Result<(), PageErr
 
 /// Clicking a number of the confusion matrix shows its digits.
 pub fn wire_confusion(session: &Shared) {
-    let s = session.clone();
+    let s = page.clone();
     dom::on("confusion", "click", move |event| {
         let Some(button) = event
             .target()
@@ -193,10 +194,10 @@ fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
 
 /// The current model's guesses on test digits: the first ones and some of its mistakes.
 pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
-    if session.borrow().model.is_none() {
+    if page.borrow().model.is_none() {
         return Ok(());
     }
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     let digits = trainer.ask(Gallery {}).await?;
     let gallery = by_id::<Element>("gallery");
     gallery.set_text_content(None);
@@ -259,14 +260,14 @@ fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
 }
 
 async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
-    if session.borrow().model.is_none() {
+    if page.borrow().model.is_none() {
         set_text("draw-status", "Train or load a model first.");
         return Ok(());
     }
     let Some(pixels) = drawn_digit(&by_id("draw")) else {
         return Ok(());
     };
-    let trainer = session.borrow().trainer.clone();
+    let trainer = page.borrow().trainer.clone();
     let pixels = Payload::from(pixels);
     let digits = trainer.ask(Predict { pixels }).await?.by_digit;
     for (digit, p) in digits.iter().enumerate() {
@@ -281,9 +282,9 @@ async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
 }
 
 fn guess(session: &Shared) {
-    let session = session.clone();
+    let page = page.clone();
     wasm_bindgen_futures::spawn_local(async move {
-        if let Err(error) = show_probabilities(&session).await {
+        if let Err(error) = show_probabilities(&page).await {
             set_text("draw-status", &error.to_string());
         }
     });
@@ -324,7 +325,7 @@ pub fn wire_drawing(session: &Shared) {
         p.line_to(event.offset_x().into(), event.offset_y().into());
         p.stroke();
     });
-    let (d, s) = (drawing.clone(), session.clone());
+    let (d, s) = (drawing.clone(), page.clone());
     let last_guess = Cell::new(0.0);
     dom::on("draw", "pointermove", move |event| {
         let Some(event) = event.dyn_ref::<PointerEvent>() else {
@@ -342,7 +343,7 @@ pub fn wire_drawing(session: &Shared) {
             guess(&s);
         }
     });
-    let s = session.clone();
+    let s = page.clone();
     dom::on("draw", "pointerup", move |_| {
         drawing.set(false);
         guess(&s);

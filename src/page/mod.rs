@@ -58,8 +58,8 @@ pub enum PageError {
     NoNative,
 }
 
-/// What the page holds between clicks.
-struct Session {
+/// What the page holds between clicks (the engine's own state is `crate::session`'s).
+struct Page {
     engines: Engines,
     /// The engine the page uses: it holds the page's MNIST and model.
     trainer: Rc<Trainer>,
@@ -73,7 +73,7 @@ struct Session {
     runs: u32,
 }
 
-impl Session {
+impl Page {
     fn render(&self) {
         let holding = Holding {
             data: self.data.is_some(),
@@ -84,12 +84,12 @@ impl Session {
     }
 }
 
-type Shared = Rc<RefCell<Session>>;
+type Shared = Rc<RefCell<Page>>;
 
 thread_local! {
-    /// The page's one session, for the panic hook and the worker's crash, which come from
+    /// The page's state, for the panic hook and the worker's crash, which come from
     /// outside any handler.
-    static SESSION: RefCell<Option<Shared>> = const { RefCell::new(None) };
+    static PAGE: RefCell<Option<Shared>> = const { RefCell::new(None) };
 }
 
 pub fn start() {
@@ -102,7 +102,7 @@ pub fn start() {
         Ok(engines) => engines,
         Err(error) => return fail(&error.to_string()),
     };
-    let session = Rc::new(RefCell::new(Session {
+    let page = Rc::new(RefCell::new(Page {
         trainer: engines.browser.clone(),
         engines,
         phase: Phase::Loading,
@@ -111,22 +111,22 @@ pub fn start() {
         worker_gone: false,
         runs: 0,
     }));
-    SESSION.with(|s| *s.borrow_mut() = Some(session.clone()));
+    PAGE.with(|s| *s.borrow_mut() = Some(page.clone()));
     wire_form();
-    wire_controls(&session);
-    wire_warm_up(&session);
-    insight::wire_drawing(&session);
-    insight::wire_confusion(&session);
+    wire_controls(&page);
+    wire_warm_up(&page);
+    insight::wire_drawing(&page);
+    insight::wire_confusion(&page);
     wasm_bindgen_futures::spawn_local(async move {
-        if let Err(error) = boot(&session).await {
+        if let Err(error) = boot(&page).await {
             fail(&error.to_string());
         }
     });
 }
 
 fn set_phase(session: &Shared, phase: Phase) {
-    session.borrow_mut().phase = phase;
-    session.borrow().render();
+    page.borrow_mut().phase = phase;
+    page.borrow().render();
 }
 
 fn show_error(message: &str) {
@@ -135,21 +135,21 @@ fn show_error(message: &str) {
 }
 
 /// Shows `message` and puts the page in `Failed`; also from the panic hook, which may come
-/// while the session is borrowed.
+/// while the page is borrowed.
 fn fail(message: &str) {
     fail_with(message, |_| {});
 }
 
-fn fail_with(message: &str, change: impl FnOnce(&mut Session)) {
-    let session = SESSION.with(|s| s.borrow().clone());
-    match session.as_ref().map(|s| s.try_borrow_mut()) {
+fn fail_with(message: &str, change: impl FnOnce(&mut Page)) {
+    let page = PAGE.with(|s| s.borrow().clone());
+    match page.as_ref().map(|s| s.try_borrow_mut()) {
         // What failed after the worker stopped failed because it did: that message stands.
-        Some(Ok(session)) if session.worker_gone => {}
-        Some(Ok(mut session)) => {
+        Some(Ok(page)) if page.worker_gone => {}
+        Some(Ok(mut page)) => {
             show_error(message);
-            change(&mut session);
-            session.phase = Phase::Failed;
-            session.render();
+            change(&mut page);
+            page.phase = Phase::Failed;
+            page.render();
         }
         _ => {
             show_error(message);
@@ -164,7 +164,7 @@ fn fail_with(message: &str, change: impl FnOnce(&mut Session)) {
 fn engine_stopped(stopped: &str) {
     fail_with(
         &format!("{stopped}. Reload the page to start again."),
-        |session| session.worker_gone = true,
+        |page| page.worker_gone = true,
     );
 }
 
@@ -177,13 +177,13 @@ fn log(line: &str) {
 /// Selects the device for `choice` in its engine and says which it is, and why when it is the
 /// CPU against the choice; returns what trains.
 async fn show_device(session: &Shared, choice: EngineChoice) -> Result<String, PageError> {
-    let trainer = session.borrow().engines.for_choice(choice)?;
+    let trainer = page.borrow().engines.for_choice(choice)?;
     let choice = choice.device();
     let DeviceSelected {
         description,
         fallback,
     } = trainer.ask(SelectDevice { choice }).await?;
-    let description = match Rc::ptr_eq(&trainer, &session.borrow().engines.browser) {
+    let description = match Rc::ptr_eq(&trainer, &page.borrow().engines.browser) {
         true => description,
         false => format!("native — {description}"),
     };
@@ -198,28 +198,28 @@ async fn show_device(session: &Shared, choice: EngineChoice) -> Result<String, P
 }
 
 async fn boot(session: &Shared) -> Result<(), PageError> {
-    set_phase(session, Phase::Loading);
-    engine::offer_native(session).await?;
+    set_phase(page, Phase::Loading);
+    engine::offer_native(page).await?;
     // A device the worker refuses (`?backend=gpu` without WebGPU), or `native` without
     // `webtrain ui`, is said, and said again at Start; the page still loads, for the other
     // backends.
-    let device = match show_device(session, backend_choice()?).await {
+    let device = match show_device(page, backend_choice()?).await {
         Err(PageError::Worker(refusal)) => Some(refusal),
         Err(refusal @ PageError::NoNative) => Some(refusal.to_string()),
         other => other.map(|_| None)?,
     };
     if device.is_none() {
-        warm_up(session);
+        warm_up(page);
     }
     // The page starts on the engine its backend names, and gets MNIST there.
     let choice = backend_choice()?;
     let trainer = {
-        let engines = &session.borrow().engines;
+        let engines = &page.borrow().engines;
         engines
             .for_choice(choice)
             .unwrap_or(engines.browser.clone())
     };
-    session.borrow_mut().trainer = trainer.clone();
+    page.borrow_mut().trainer = trainer.clone();
     run::draw_empty().await;
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer
@@ -229,9 +229,9 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
             set_text("data-status", &format!("Downloading MNIST: {file}…"));
         })
         .await?;
-    use_data(session, sizes);
-    match current::restore(session).await {
-        Ok(()) => insight::show_gallery(session).await?,
+    use_data(page, sizes);
+    match current::restore(page).await {
+        Ok(()) => insight::show_gallery(page).await?,
         Err(error) => set_text(
             "model-status",
             &format!("The model kept in this browser is unusable: {error}"),
@@ -243,9 +243,9 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     if let Some(refusal) = device {
         show_error(&refusal);
     }
-    set_phase(session, Phase::Ready);
+    set_phase(page, Phase::Ready);
     // A run the native engine is going on with (started from a tab since closed) is shown.
-    run::follow_native(session).await
+    run::follow_native(page).await
 }
 
 fn use_data(session: &Shared, DataLoaded { train, test }: DataLoaded) {
@@ -253,5 +253,5 @@ fn use_data(session: &Shared, DataLoaded { train, test }: DataLoaded) {
         "data-status",
         &format!("MNIST: {train} training and {test} test images"),
     );
-    session.borrow_mut().data = Some((train, test));
+    page.borrow_mut().data = Some((train, test));
 }

@@ -13,9 +13,9 @@ use super::engine::{EngineChoice, token, use_engine};
 use super::form::form_config;
 use super::phase::Phase;
 use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
-use crate::chart::{self, ChartTheme};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
+use crate::metrics::chart::{self, ChartTheme};
 use crate::platform::yield_now;
 use crate::session::protocol::{Follow, Followed, RunEnded, RunFiles, Train};
 use crate::train::TrainEvent;
@@ -236,7 +236,7 @@ impl LiveRun {
         let mut charts = Charts::new();
         charts.start(&metrics);
         Self {
-            session: session.clone(),
+            session: page.clone(),
             config,
             metrics: Rc::new(RefCell::new(metrics)),
             charts: Rc::new(RefCell::new(charts)),
@@ -247,7 +247,7 @@ impl LiveRun {
     /// What draws each event as it comes.
     fn on_event(&self) -> impl FnMut(TrainEvent) + 'static {
         let (metrics, charts, total) = (self.metrics.clone(), self.charts.clone(), self.total);
-        let session = self.session.clone();
+        let page = self.page.clone();
         move |event: TrainEvent| {
             // Whichever page paused the run, each that shows it shows it paused.
             let paused = match event {
@@ -256,9 +256,9 @@ impl LiveRun {
                 _ => None,
             };
             if let Some(paused) = paused
-                && session.borrow().phase.is_training()
+                && page.borrow().phase.is_training()
             {
-                set_phase(&session, Phase::Training { paused });
+                set_phase(&page, Phase::Training { paused });
             }
             let mut metrics = metrics.borrow_mut();
             metrics.record(&event);
@@ -308,9 +308,9 @@ impl LiveRun {
             weights: weights.into_bytes(),
             about,
         };
-        current::keep(session, model).await?;
-        insight::show_gallery(session).await?;
-        set_phase(session, Phase::Finished(outcome));
+        current::keep(page, model).await?;
+        insight::show_gallery(page).await?;
+        set_phase(page, Phase::Finished(outcome));
         Ok(())
     }
 }
@@ -344,9 +344,9 @@ pub async fn run(
     choice: EngineChoice,
     train_len: usize,
 ) -> Result<(), PageError> {
-    let trainer = use_engine(session, choice).await?;
-    let backend = show_device(session, choice).await?;
-    let live = LiveRun::new(session, config.clone(), backend, train_len);
+    let trainer = use_engine(page, choice).await?;
+    let backend = show_device(page, choice).await?;
+    let live = LiveRun::new(page, config.clone(), backend, train_len);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
     let request = Train {
         config,
@@ -354,21 +354,21 @@ pub async fn run(
         from_model,
     };
     let ended = trainer.ask_reporting(request, live.on_event()).await;
-    live.end(session, ended).await
+    live.end(page, ended).await
 }
 
 /// Shows the native engine's run going, if it has one: the page takes it as its own, with its
 /// history, and can pause, stop or steer it.
 pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
     let (native, data) = {
-        let session = session.borrow();
-        (session.engines.native.clone(), session.data)
+        let page = page.borrow();
+        (page.engines.native.clone(), page.data)
     };
     let (Some(native), Some((train_len, _))) = (native, data) else {
         return Ok(());
     };
     let live: Rc<RefCell<Option<LiveRun>>> = Rc::default();
-    let (joined, s, engine) = (live.clone(), session.clone(), native.clone());
+    let (joined, s, engine) = (live.clone(), page.clone(), native.clone());
     let on_run = move |config: TrainConfig, device: String| {
         fill_form(&config);
         dom::set_value("backend-choice", "native");
@@ -398,9 +398,9 @@ pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
         return ended.map(|_| ());
     };
     match ended {
-        Ok(Some(end)) => run.end(session, Ok(end)).await,
+        Ok(Some(end)) => run.end(page, Ok(end)).await,
         Ok(None) => Ok(()),
-        Err(error) => run.end(session, Err(error)).await,
+        Err(error) => run.end(page, Err(error)).await,
     }
 }
 

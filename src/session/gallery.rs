@@ -7,9 +7,10 @@ use burn::prelude::Device;
 
 use super::protocol::{Confused, GalleryDigit};
 use super::{Host, Model, Session, SessionError};
-use crate::data::{Mnist, MnistBatcher};
+use crate::data::Mnist;
+use crate::data::batcher::MnistBatcher;
+use crate::model::CLASSES;
 use crate::predict::{predicted, probabilities};
-use crate::train::CLASSES;
 
 /// Test digits in the gallery: the first ones, then the first mistakes among the next.
 const GALLERY_FIRST: usize = 24;

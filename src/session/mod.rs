@@ -11,6 +11,7 @@ pub mod envelope;
 mod gallery;
 pub mod protocol;
 mod run;
+mod warm_up;
 
 use std::cell::RefCell;
 use std::marker::PhantomData;
@@ -20,10 +21,12 @@ use burn::prelude::Device;
 use thiserror::Error;
 
 use crate::config::{ConfigError, ModelKind, TrainConfig};
-use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistBatcher, MnistSplit};
+use crate::data::batcher::MnistBatcher;
+use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistSplit};
 use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
+#[cfg(feature = "measure")]
+use crate::measure::op_profile::{CpuProfile, cpu_profile};
 use crate::model::Net;
-use crate::op_profile::cpu_profile;
 use crate::predict::probabilities;
 use crate::train::{EpochReport, TrainControl, TrainError, TrainEvent, evaluate};
 use crate::weights::{WeightsError, from_safetensors};
@@ -227,6 +230,7 @@ impl<H: Host> Session<H> {
             Request::Gallery(r) => asked.to(&r).answer(self.gallery().await),
             Request::Confused(r) => asked.to(&r).answer(self.confused(r).await),
             Request::Predict(r) => asked.to(&r).answer(self.predict(r).await),
+            #[cfg(feature = "measure")]
             Request::ProfileCpu(r) => asked.to(&r).answer(self.profile_cpu(r)),
         }
     }
@@ -325,10 +329,8 @@ impl<H: Host> Session<H> {
         Ok(Probabilities { by_digit })
     }
 
-    fn profile_cpu(
-        &self,
-        request: ProfileCpu,
-    ) -> Result<crate::op_profile::CpuProfile, SessionError> {
+    #[cfg(feature = "measure")]
+    fn profile_cpu(&self, request: ProfileCpu) -> Result<CpuProfile, SessionError> {
         let ProfileCpu {
             model,
             batch,

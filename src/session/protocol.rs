@@ -10,8 +10,10 @@ use serde::{Deserialize, Serialize};
 pub use super::envelope::Payload;
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::BackendChoice;
-use crate::op_profile::CpuProfile;
-use crate::train::{CLASSES, EpochReport, Outcome, TrainEvent};
+#[cfg(feature = "measure")]
+use crate::measure::op_profile::CpuProfile;
+use crate::model::CLASSES;
+use crate::train::{EpochReport, Outcome, TrainEvent};
 
 /// A request, and the types of its replies.
 pub trait Ask: Serialize + DeserializeOwned + Into<Request> {
@@ -45,7 +47,8 @@ pub enum Notice {
     Failed { why: String },
 }
 
-/// Declares each request's type, what it reports and answers, and [`Request`], any of them.
+/// Declares each request's type, what it reports and answers, and [`Request`], any of them. A
+/// request's attributes (its docs, a `cfg`) go on its variant and its impls alike.
 macro_rules! requests {
     ($($(#[$doc:meta])* $name:ident => $answer:ty $(, reporting $progress:ty)?;)*) => {
         /// Any request, as it travels.
@@ -55,12 +58,14 @@ macro_rules! requests {
         }
 
         $(
+            $(#[$doc])*
             impl From<$name> for Request {
                 fn from(request: $name) -> Self {
                     Request::$name(request)
                 }
             }
 
+            $(#[$doc])*
             impl Ask for $name {
                 type Progress = requests!(@progress $($progress)?);
                 type Answer = $answer;
@@ -104,6 +109,7 @@ requests! {
     Predict => Probabilities;
     /// Where a CPU step's time goes in this browser, each phase and op timed `repeats` times on
     /// the training set (for `make bench`; the page does not ask it).
+    #[cfg(feature = "measure")]
     ProfileCpu => CpuProfile;
 }
 
@@ -263,6 +269,7 @@ pub struct Probabilities {
     pub by_digit: [f32; CLASSES],
 }
 
+#[cfg(feature = "measure")]
 #[derive(Debug, Serialize, Deserialize)]
 pub struct ProfileCpu {
     pub model: ModelKind,

@@ -10,8 +10,8 @@ use super::{Host, Model, RunRecord, Session, SessionError};
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::{BackendChoice, BackendKind, TrainDevice, select_device};
 use crate::model::Net;
+use crate::session::warm_up::warm_up;
 use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, Trained, train, train_from};
-use crate::warm_up::warm_up;
 use crate::weights::{to_cpu, to_safetensors};
 
 /// The run going: its control, and who follows it.

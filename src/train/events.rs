@@ -7,9 +7,10 @@ use std::sync::Arc;
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::Checkpoint;
-use crate::interval::IntervalReport;
+use crate::model::CLASSES;
 use crate::platform;
+use crate::train::checkpoint::Checkpoint;
+use crate::train::interval::IntervalReport;
 
 /// One training step done; `loss` is reported only every `log_interval` steps.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -31,9 +32,6 @@ pub struct StepReport {
     /// Training time so far, in seconds: evaluation and pauses excluded.
     pub training_secs: f64,
 }
-
-/// The digits.
-pub const CLASSES: usize = 10;
 
 /// The test set evaluated after an epoch.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

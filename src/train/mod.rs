@@ -1,5 +1,12 @@
 //! The training loop, written once: the CLI drives it natively, the page in the browser.
 
+pub mod checkpoint;
+mod control;
+mod events;
+pub mod interval;
+pub mod optimizer;
+pub mod step;
+
 use std::sync::Arc;
 
 use burn::nn::loss::CrossEntropyLossConfig;
@@ -9,20 +16,19 @@ use burn::tensor::{Element, ExecutionError};
 use thiserror::Error;
 use web_time::{Duration, Instant};
 
-use crate::checkpoint::{Checkpoint, CheckpointError, Position};
 use crate::config::{ConfigError, TrainConfig};
-use crate::data::{Mnist, MnistBatch, MnistBatcher, MnistSplit, epoch_order};
-use crate::interval::IntervalMeter;
-use crate::model::{Net, NetConfig};
-use crate::optimizer::Optimizer;
+use crate::data::batcher::{MnistBatch, MnistBatcher, epoch_order};
+use crate::data::{Mnist, MnistSplit};
+use crate::model::{CLASSES, Net, NetConfig};
 use crate::platform;
-use crate::step::Stepper;
 
-mod control;
-mod events;
+use checkpoint::{Checkpoint, CheckpointError, Position};
+use interval::IntervalMeter;
+use optimizer::Optimizer;
+use step::Stepper;
 
 pub use control::TrainControl;
-pub use events::{CLASSES, Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent};
+pub use events::{Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent};
 
 /// Test batches are larger than training ones: no gradients are kept.
 const EVAL_BATCH: usize = 1000;

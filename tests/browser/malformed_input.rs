@@ -6,10 +6,10 @@ use crate::corpus;
 use burn::prelude::Device;
 use corpus::{CHECKPOINT_SAMPLES, Input};
 use wasm_bindgen_test::*;
-use webtrain::checkpoint::Checkpoint;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{MnistSplit, TRAIN_IMAGES, TRAIN_LABELS};
 use webtrain::page::settings_from_query;
+use webtrain::train::checkpoint::Checkpoint;
 use webtrain::weights::from_safetensors;
 
 /// What resuming from the file would say, as `train::resume` checks it.

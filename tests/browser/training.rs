@@ -7,9 +7,9 @@ use crate::conv_cases;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{IdxProblem, Mnist, MnistSplit, TEST_IMAGES, TEST_LABELS, parse_images};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
-use webtrain::op_profile::cpu_profile;
+use webtrain::measure::op_profile::cpu_profile;
+use webtrain::session::warm_up::warm_up;
 use webtrain::train::{Outcome, TrainControl, TrainEvent, train};
-use webtrain::warm_up::warm_up;
 
 const IMAGES: &[u8] = include_bytes!("../../data/mnist/t10k-images-idx3-ubyte.gz");
 const LABELS: &[u8] = include_bytes!("../../data/mnist/t10k-labels-idx1-ubyte.gz");

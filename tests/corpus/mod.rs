@@ -5,10 +5,10 @@
 use std::io::Write;
 
 use burn::prelude::*;
-use webtrain::checkpoint::{Checkpoint, Position};
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::model::NetConfig;
-use webtrain::optimizer::{Optimizer, buffer_from_flat};
+use webtrain::train::checkpoint::{Checkpoint, Position};
+use webtrain::train::optimizer::{Optimizer, buffer_from_flat};
 use webtrain::weights::to_safetensors;
 
 pub enum Input {
@@ -355,7 +355,10 @@ async fn checkpoint() -> Checkpoint {
     let model = NetConfig::from(config.model).init(&device, config.seed);
     let mut optimizer = Optimizer::new(&config);
     optimizer.steps = 1;
-    for (name, weight) in webtrain::checkpoint::read_weights(&model).await.unwrap() {
+    for (name, weight) in webtrain::train::checkpoint::read_weights(&model)
+        .await
+        .unwrap()
+    {
         let zeros = Tensor::<1>::zeros([weight.num_elements()], &device);
         let zeros = buffer_from_flat(zeros, weight.shape().as_slice()).unwrap();
         optimizer.state.insert(name, vec![zeros]);

@@ -5,7 +5,7 @@ use crate::corpus;
 use std::path::Path;
 use std::process::{Command, Output};
 
-use webtrain::checkpoint::Checkpoint;
+use webtrain::train::checkpoint::Checkpoint;
 
 fn webtrain(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_webtrain"))

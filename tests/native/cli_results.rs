@@ -189,7 +189,7 @@ fn ctrl_c_writes_everything_and_the_run_resumes_in_its_folder_whole() {
         .and_then(|step| step.parse().ok())
         .unwrap_or_else(|| panic!("no step in {last}"));
     let checkpoint = std::fs::read(out.join("checkpoint.safetensors")).unwrap();
-    let checkpoint = webtrain::checkpoint::Checkpoint::from_bytes(&checkpoint).unwrap();
+    let checkpoint = webtrain::train::checkpoint::Checkpoint::from_bytes(&checkpoint).unwrap();
     assert_eq!(checkpoint.position.step, step);
     assert!(step < 600, "stopped at step {step} of 600");
 

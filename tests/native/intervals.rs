@@ -5,7 +5,7 @@ use crate::common;
 
 use burn::prelude::*;
 use webtrain::config::{ModelKind, TrainConfig};
-use webtrain::interval::IntervalReport;
+use webtrain::train::interval::IntervalReport;
 use webtrain::train::{TrainControl, TrainEvent, train};
 
 /// Each step's logged loss, and each interval with the last step reported before it came.

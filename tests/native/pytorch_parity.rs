@@ -9,8 +9,8 @@ use burn::prelude::*;
 use serde::Deserialize;
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
-use webtrain::optimizer::Optimizer;
-use webtrain::step::Stepper;
+use webtrain::train::optimizer::Optimizer;
+use webtrain::train::step::Stepper;
 use webtrain::weights::from_safetensors;
 
 #[derive(Deserialize)]

@@ -6,8 +6,8 @@ use crate::common;
 use std::sync::Arc;
 
 use burn::prelude::*;
-use webtrain::checkpoint::{Checkpoint, CheckpointError};
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
+use webtrain::train::checkpoint::{Checkpoint, CheckpointError};
 use webtrain::train::{
     EpochReport, Outcome, TrainControl, TrainError, TrainEvent, Trained, resume, train,
 };

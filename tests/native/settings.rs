@@ -5,7 +5,8 @@
 
 use std::process::Command;
 
-use webtrain::config::{SETTINGS, Setting, TrainConfig};
+use webtrain::config::TrainConfig;
+use webtrain::config::settings::{SETTINGS, Setting};
 
 const INDEX: &str = include_str!("../../index.html");
 

@@ -4,7 +4,7 @@ use crate::common;
 
 use burn::prelude::*;
 use webtrain::config::{ModelKind, TrainConfig};
-use webtrain::data::{MnistBatcher, epoch_order};
+use webtrain::data::batcher::{MnistBatcher, epoch_order};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
 use webtrain::model::NetConfig;
 use webtrain::train::{EpochReport, Outcome, TrainControl, TrainEvent, train};

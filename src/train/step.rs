@@ -5,11 +5,12 @@ use burn::module::{ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
-use crate::data::{MnistBatch, MnistBatcher, MnistSplit};
+use crate::data::MnistSplit;
+use crate::data::batcher::{MnistBatch, MnistBatcher};
+use crate::data::resident::ResidentSplit;
+use crate::model::CLASSES;
 use crate::model::{Net, channels_last_memory};
-use crate::optimizer::Optimizer;
-use crate::resident::ResidentSplit;
-use crate::train::CLASSES;
+use crate::train::optimizer::Optimizer;
 
 /// Takes training steps on one device, on samples of one split: the batch built there,
 /// cross-entropy, its gradients, the optimizer's update.

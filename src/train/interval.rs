@@ -8,7 +8,7 @@ use burn::prelude::*;
 use burn::tensor::ExecutionError;
 use serde::{Deserialize, Serialize};
 
-use crate::step::StepStats;
+use crate::train::step::StepStats;
 
 /// Chart points an epoch gets at least, when it has as many steps.
 pub const POINTS_PER_EPOCH: usize = 64;

@@ -15,10 +15,11 @@ use serde::{Deserialize, Serialize};
 use web_time::Instant;
 
 use crate::config::{ConfigError, ModelKind, TrainConfig};
-use crate::data::{MnistBatch, MnistBatcher, MnistSplit, epoch_order};
+use crate::data::MnistSplit;
+use crate::data::batcher::{MnistBatch, MnistBatcher, epoch_order};
 use crate::model::{NetConfig, relu};
-use crate::optimizer::Optimizer;
-use crate::step::{LossConstants, cross_entropy};
+use crate::train::optimizer::Optimizer;
+use crate::train::step::{LossConstants, cross_entropy};
 
 /// One phase or op: the median of its timings.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -5,7 +5,8 @@
 use burn::prelude::*;
 use burn::tensor::TensorData;
 
-use crate::data::{IMAGE_PIXELS, MnistBatch, MnistBatcher, MnistSplit};
+use crate::data::batcher::{MnistBatch, MnistBatcher};
+use crate::data::{IMAGE_PIXELS, MnistSplit};
 
 /// WebGPU's default `maxStorageBufferBindingSize`, which every adapter offers.
 const CHUNK_BYTES: usize = 128 << 20;
@@ -102,7 +103,7 @@ impl ResidentSplit {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::data::tests::{idx_images, idx_labels};
+    use crate::data::idx::tests::{idx_images, idx_labels};
 
     /// A resident split gives the batch the host builds, whatever chunks its samples are in.
     #[test]

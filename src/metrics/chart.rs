@@ -342,8 +342,8 @@ pub fn render_svg(metrics: &RunMetrics) -> Result<String, ChartError> {
 mod tests {
     use super::*;
     use crate::config::TrainConfig;
-    use crate::interval::IntervalReport;
     use crate::train::EpochReport;
+    use crate::train::interval::IntervalReport;
 
     fn interval(step: usize) -> IntervalReport {
         IntervalReport {
@@ -367,7 +367,7 @@ mod tests {
             test_loss: 0.1,
             correct: 9800,
             total: 10000,
-            confusion: [[0; crate::train::CLASSES]; crate::train::CLASSES],
+            confusion: [[0; crate::model::CLASSES]; crate::model::CLASSES],
         }];
         let svg = render_svg(&metrics).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);

@@ -8,7 +8,7 @@ use thiserror::Error;
 
 use crate::config::TrainConfig;
 use crate::data::Mnist;
-use crate::kernel_profile::{KernelProfile, KernelWatch};
+use crate::measure::kernel_profile::{KernelProfile, KernelWatch};
 use crate::train::{TrainControl, TrainError, TrainEvent, train};
 
 #[derive(Debug, Error)]

@@ -1,21 +1,13 @@
-//! MNIST in IDX format, raw or gzip, parsed from bytes so the browser can use it too.
+//! MNIST's IDX files, raw or gzip, parsed from bytes (the browser has no files) and checked
+//! before anything sized by their headers is allocated.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
 
-use burn::prelude::*;
-use burn::tensor::TensorData;
-use rand::SeedableRng;
-use rand::rngs::StdRng;
-use rand::seq::SliceRandom;
 use thiserror::Error;
 
 /// Side of an MNIST image in pixels.
 pub const IMAGE_SIDE: usize = 28;
 pub const IMAGE_PIXELS: usize = IMAGE_SIDE * IMAGE_SIDE;
-/// Mean and standard deviation of the MNIST training pixels, as torchvision normalises them.
-pub const PIXEL_MEAN: f32 = 0.1307;
-pub const PIXEL_STD: f32 = 0.3081;
 /// The largest file we inflate: the 60k training images are 47 MB, so anything past this is not
 /// MNIST and would only exhaust memory (a gzip bomb).
 pub const MAX_IDX_BYTES: u64 = 64 << 20;
@@ -23,12 +15,6 @@ pub const MAX_IDX_BYTES: u64 = 64 << 20;
 const IMAGES_MAGIC: u32 = 0x0000_0803;
 const LABELS_MAGIC: u32 = 0x0000_0801;
 const GZIP_MAGIC: [u8; 2] = [0x1f, 0x8b];
-
-/// The four files of the MNIST distribution, named as on the original site.
-pub const TRAIN_IMAGES: &str = "train-images-idx3-ubyte";
-pub const TRAIN_LABELS: &str = "train-labels-idx1-ubyte";
-pub const TEST_IMAGES: &str = "t10k-images-idx3-ubyte";
-pub const TEST_LABELS: &str = "t10k-labels-idx1-ubyte";
 
 /// What is wrong with one IDX file.
 #[derive(Debug, Error, PartialEq, Eq)]
@@ -75,55 +61,6 @@ pub enum IdxProblem {
 pub struct IdxError {
     pub file: String,
     pub problem: IdxProblem,
-}
-
-#[derive(Debug, Error)]
-pub enum DataError {
-    #[error(transparent)]
-    Idx(#[from] IdxError),
-    #[error("{images_file} holds {images} images but {labels_file} holds {labels} labels")]
-    CountMismatch {
-        images_file: String,
-        images: usize,
-        labels_file: String,
-        labels: usize,
-    },
-    #[error("MNIST file {} not found (run `make data` to download MNIST into data/mnist)", .path.display())]
-    Missing { path: PathBuf },
-    #[error("cannot read {}: {source}", .path.display())]
-    Io {
-        path: PathBuf,
-        source: std::io::Error,
-    },
-}
-
-/// Images and labels of one split, kept as bytes: 47 MB for the training set instead of 188 MB
-/// of floats; batches are normalised as they are built.
-#[derive(Clone, Debug)]
-pub struct MnistSplit {
-    images: Vec<u8>,
-    labels: Vec<u8>,
-}
-
-/// The training and test splits.
-#[derive(Clone, Debug)]
-pub struct Mnist {
-    pub train: MnistSplit,
-    pub test: MnistSplit,
-}
-
-/// A batch ready for the model.
-pub struct MnistBatch {
-    /// [batch, 1, 28, 28], normalised.
-    pub images: Tensor<4>,
-    /// [batch], class indices.
-    pub targets: Tensor<1, Int>,
-}
-
-/// Builds batches of normalised images on one device.
-pub struct MnistBatcher {
-    device: Device,
-    normalised: [f32; 256],
 }
 
 /// The bytes of an IDX file, inflated when they are gzip, bounded by [`MAX_IDX_BYTES`].
@@ -233,142 +170,6 @@ pub fn parse_labels(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
         });
     }
     Ok(data.to_vec())
-}
-
-impl MnistSplit {
-    /// Parses a split from the bytes of its image and label files (raw or gzip).
-    pub fn from_idx(
-        images_file: &str,
-        images: &[u8],
-        labels_file: &str,
-        labels: &[u8],
-    ) -> Result<Self, DataError> {
-        let images = parse_images(images_file, images)?;
-        let labels = parse_labels(labels_file, labels)?;
-        if images.len() / IMAGE_PIXELS != labels.len() {
-            return Err(DataError::CountMismatch {
-                images_file: images_file.to_string(),
-                images: images.len() / IMAGE_PIXELS,
-                labels_file: labels_file.to_string(),
-                labels: labels.len(),
-            });
-        }
-        Ok(Self { images, labels })
-    }
-
-    /// `len` black images, each labelled 0: what a warm-up trains on.
-    pub fn blank(len: usize) -> Self {
-        Self {
-            images: vec![0; len * IMAGE_PIXELS],
-            labels: vec![0; len],
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.labels.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.labels.is_empty()
-    }
-
-    /// How many samples a run with this limit uses.
-    pub fn len_within(&self, limit: Option<usize>) -> usize {
-        limit.map_or(self.len(), |l| l.min(self.len()))
-    }
-
-    pub fn image(&self, index: usize) -> &[u8] {
-        &self.images[index * IMAGE_PIXELS..(index + 1) * IMAGE_PIXELS]
-    }
-
-    pub fn label(&self, index: usize) -> u8 {
-        self.labels[index]
-    }
-}
-
-impl Mnist {
-    /// Reads the four MNIST files from `dir`, each as `name` or `name.gz`.
-    pub fn load_dir(dir: &Path) -> Result<Self, DataError> {
-        let read = |name: &str| -> Result<Vec<u8>, DataError> {
-            let raw = dir.join(name);
-            let gz = dir.join(format!("{name}.gz"));
-            let path = if raw.exists() || !gz.exists() {
-                raw
-            } else {
-                gz
-            };
-            // No further than the limit and a byte: enough to know a file is too large.
-            let mut bytes = Vec::new();
-            let read = std::fs::File::open(&path)
-                .and_then(|file| file.take(MAX_IDX_BYTES + 1).read_to_end(&mut bytes));
-            read.map(|_| bytes).map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => DataError::Missing { path: path.clone() },
-                _ => DataError::Io {
-                    path: path.clone(),
-                    source,
-                },
-            })
-        };
-        let split = |images: &str, labels: &str| -> Result<MnistSplit, DataError> {
-            MnistSplit::from_idx(images, &read(images)?, labels, &read(labels)?)
-        };
-        Ok(Self {
-            train: split(TRAIN_IMAGES, TRAIN_LABELS)?,
-            test: split(TEST_IMAGES, TEST_LABELS)?,
-        })
-    }
-}
-
-/// The order in which an epoch visits the training samples: a shuffle that depends only on the
-/// run's seed and the epoch, so every backend sees the same batches.
-pub fn epoch_order(len: usize, seed: u64, epoch: usize) -> Vec<usize> {
-    let mut order: Vec<usize> = (0..len).collect();
-    let mut rng = StdRng::seed_from_u64(seed ^ (epoch as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15));
-    order.shuffle(&mut rng);
-    order
-}
-
-impl MnistBatcher {
-    pub fn new(device: Device) -> Self {
-        let normalised = std::array::from_fn(|p| (p as f32 / 255.0 - PIXEL_MEAN) / PIXEL_STD);
-        Self { device, normalised }
-    }
-
-    pub fn device(&self) -> &Device {
-        &self.device
-    }
-
-    /// The samples at `indices` of `split`, normalised, on the batcher's device.
-    pub fn batch(&self, split: &MnistSplit, indices: &[usize]) -> MnistBatch {
-        let pixels = indices.iter().flat_map(|&i| split.image(i).iter().copied());
-        MnistBatch {
-            images: self.normalise(indices.len(), pixels),
-            targets: self.batch_targets(split, indices),
-        }
-    }
-
-    /// The labels at `indices` of `split`, as class indices on the batcher's device.
-    pub fn batch_targets(&self, split: &MnistSplit, indices: &[usize]) -> Tensor<1, Int> {
-        let labels: Vec<i64> = indices.iter().map(|&i| i64::from(split.label(i))).collect();
-        Tensor::from_data(TensorData::new(labels, [indices.len()]), &self.device)
-    }
-
-    /// Images of 28x28 bytes each (0 is the background, as in MNIST), normalised, as
-    /// [n, 1, 28, 28] on the batcher's device; a last partial image is left out.
-    pub fn images(&self, pixels: &[u8]) -> Tensor<4> {
-        let n = pixels.len() / IMAGE_PIXELS;
-        self.normalise(n, pixels[..n * IMAGE_PIXELS].iter().copied())
-    }
-
-    /// `n` images' bytes, normalised straight into the tensor's values: a training batch is
-    /// not copied twice.
-    fn normalise(&self, n: usize, pixels: impl Iterator<Item = u8>) -> Tensor<4> {
-        let values: Vec<f32> = pixels.map(|p| self.normalised[p as usize]).collect();
-        Tensor::from_data(
-            TensorData::new(values, [n, 1, IMAGE_SIDE, IMAGE_SIDE]),
-            &self.device,
-        )
-    }
 }
 
 #[cfg(test)]
@@ -502,67 +303,5 @@ pub(crate) mod tests {
             problem(parse_images("f", &gzip(&header))),
             IdxProblem::TooLarge
         );
-    }
-
-    #[test]
-    fn rejects_count_mismatch_between_images_and_labels() {
-        let error =
-            MnistSplit::from_idx("imgs", &idx_images(3, 28, 28), "lbls", &idx_labels(&[1, 2]))
-                .unwrap_err();
-        assert_eq!(
-            error.to_string(),
-            "imgs holds 3 images but lbls holds 2 labels"
-        );
-    }
-
-    #[test]
-    fn limits_and_shuffles_deterministically() {
-        let split = MnistSplit::from_idx(
-            "i",
-            &idx_images(5, 28, 28),
-            "l",
-            &idx_labels(&[0, 1, 2, 3, 4]),
-        )
-        .unwrap();
-        assert_eq!(
-            (
-                split.len_within(Some(3)),
-                split.len_within(Some(9)),
-                split.len_within(None)
-            ),
-            (3, 5, 5)
-        );
-        assert_eq!(split.label(2), 2);
-        let order = epoch_order(1000, 7, 1);
-        assert_eq!(order, epoch_order(1000, 7, 1));
-        assert_ne!(order, epoch_order(1000, 7, 2));
-        assert_ne!(order, epoch_order(1000, 8, 1));
-        let mut sorted = order.clone();
-        sorted.sort();
-        assert_eq!(sorted, (0..1000).collect::<Vec<_>>());
-    }
-
-    #[test]
-    fn batches_are_normalised() {
-        let split =
-            MnistSplit::from_idx("i", &idx_images(2, 28, 28), "l", &idx_labels(&[4, 9])).unwrap();
-        let batch = MnistBatcher::new(Device::flex()).batch(&split, &[1, 0]);
-        assert_eq!(batch.images.dims(), [2, 1, 28, 28]);
-        let targets = batch
-            .targets
-            .into_data()
-            .convert::<i64>()
-            .try_to_vec::<i64>()
-            .unwrap();
-        assert_eq!(targets, vec![9, 4]);
-        let pixels = batch.images.into_data().try_to_vec::<f32>().unwrap();
-        let expected = (split.image(1)[0] as f32 / 255.0 - PIXEL_MEAN) / PIXEL_STD;
-        assert!((pixels[0] - expected).abs() < 1e-6);
-    }
-
-    #[test]
-    fn missing_directory_names_the_command_to_run() {
-        let error = Mnist::load_dir(Path::new("/nonexistent/mnist")).unwrap_err();
-        assert!(error.to_string().contains("make data"), "{error}");
     }
 }

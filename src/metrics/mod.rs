@@ -1,11 +1,13 @@
 //! What a run produced, gathered from its events: written as metrics.json by the CLI and
 //! charted by the CLI and the page alike.
 
+pub mod chart;
+
 use serde::{Deserialize, Serialize};
 
-use crate::checkpoint::Position;
 use crate::config::TrainConfig;
-use crate::interval::IntervalReport;
+use crate::train::checkpoint::Position;
+use crate::train::interval::IntervalReport;
 use crate::train::{Divergence, EpochReport, MemoryReport, Outcome, TrainEvent};
 
 /// A training loss read back at a log interval.
@@ -204,7 +206,7 @@ mod tests {
             test_loss: 0.5,
             correct: 9,
             total: 10,
-            confusion: [[0; crate::train::CLASSES]; crate::train::CLASSES],
+            confusion: [[0; crate::model::CLASSES]; crate::model::CLASSES],
         }));
         metrics.record(&TrainEvent::Done {
             outcome: Outcome::Completed,

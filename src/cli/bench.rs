@@ -1,0 +1,97 @@
+//! `webtrain bench`: throughput, the time to a test accuracy and the kernel and op profiles of
+//! a run, printed as one JSON object.
+
+use crate::measure::bench;
+use crate::measure::op_profile::cpu_profile;
+
+use crate::config::TrainConfig;
+use crate::data::Mnist;
+use crate::device::TrainDevice;
+
+use super::{CliError, RunArgs, load};
+
+#[derive(clap::Args)]
+pub struct BenchArgs {
+    #[command(flatten)]
+    run: RunArgs,
+    /// Steps before timing starts (shader compilation, autotuning), rounded up to a window.
+    #[arg(long, default_value_t = 20)]
+    warmup: usize,
+    /// Steps per timed window.
+    #[arg(long, default_value_t = 50)]
+    steps: usize,
+    /// Timed windows; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    repeats: usize,
+    /// Also train up to --epochs epochs and report the training time to this test accuracy (%).
+    #[arg(long)]
+    target_accuracy: Option<f64>,
+    /// Also count and time the GPU kernels of one window of --steps steps, one by one (wgpu only;
+    /// the CPU backend launches none).
+    #[arg(long)]
+    kernels: bool,
+    /// Also time a CPU step's phases and each of its ops alone, --steps times each (the flex
+    /// backend, whatever --backend says).
+    #[arg(long)]
+    ops: bool,
+}
+
+pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
+    let (config, data, device) = prepare(&args.run)?;
+    let throughput = pollster::block_on(bench::throughput(
+        &config,
+        &data,
+        &device.device,
+        args.warmup,
+        args.steps,
+        args.repeats,
+    ))?;
+    let time_to_accuracy = match args.target_accuracy {
+        Some(target) => Some(pollster::block_on(bench::time_to_accuracy(
+            &config,
+            &data,
+            &device.device,
+            target,
+        ))?),
+        None => None,
+    };
+    let kernels = match args.kernels {
+        true => Some(pollster::block_on(bench::kernel_profile(
+            &config,
+            &data,
+            &device.device,
+            args.warmup,
+            args.steps,
+        ))?),
+        false => None,
+    };
+    let ops = match args.ops {
+        true => Some(cpu_profile(
+            config.model,
+            config.batch_size,
+            &data.train,
+            args.steps,
+        )?),
+        false => None,
+    };
+    let report = serde_json::json!({
+        "adapter": device.adapter,
+        "reason": device.reason,
+        "cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
+        "model": config.model,
+        "throughput": throughput,
+        "time_to_accuracy": time_to_accuracy,
+        "kernels": kernels,
+        "ops": ops,
+    });
+    println!("{report}");
+    Ok(())
+}
+
+/// The validated settings, the data and the device of a run, or why there is none.
+fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError> {
+    let config = args.settings.apply(TrainConfig::default())?;
+    let (data, device) = load(&args.setup)?;
+    device.check_batch(config.model, config.batch_size)?;
+    Ok((config, data, device))
+}

@@ -1,0 +1,90 @@
+//! What can go wrong in a command, said once at the edge, and the exit code it ends with.
+
+use std::path::PathBuf;
+
+use thiserror::Error;
+
+use crate::data::DataError;
+use crate::device::DeviceError;
+#[cfg(feature = "measure")]
+use crate::measure::bench::BenchError;
+use crate::train::checkpoint::CheckpointError;
+use crate::train::{Divergence, TrainError};
+use crate::weights::WeightsError;
+
+use super::run_folder::CHECKPOINT;
+
+#[derive(Debug, Error)]
+pub enum CliError {
+    #[error("ui: {0}")]
+    Serve(String),
+    #[error(transparent)]
+    Config(#[from] crate::config::ConfigError),
+    #[error(transparent)]
+    Data(#[from] DataError),
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    #[error(transparent)]
+    Train(#[from] TrainError),
+    #[cfg(feature = "measure")]
+    #[error(transparent)]
+    Bench(#[from] BenchError),
+    #[error("{}: {source}", .path.display())]
+    Weights { path: PathBuf, source: WeightsError },
+    #[error("{}: {source}", .path.display())]
+    Checkpoint {
+        path: PathBuf,
+        source: CheckpointError,
+    },
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error(transparent)]
+    Chart(#[from] crate::metrics::chart::ChartError),
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot save the model to {}: {message}", .path.display())]
+    SaveModel { path: PathBuf, message: String },
+    #[error(
+        "{} already holds a run: give another --out, or go on with that run: --resume {}",
+        .path.display(), .path.join(CHECKPOINT).display()
+    )]
+    RunExists { path: PathBuf },
+    #[error(
+        "the argument '--resume' cannot be used with '--{}': a resumed run keeps its \
+         checkpoint's settings, and only --epochs may extend it",
+        .0.replace('_', "-")
+    )]
+    ResumeWith(&'static str),
+    #[error("cannot catch Ctrl-C: {0}")]
+    Signal(String),
+    #[error(
+        "interrupted at epoch {epoch}, step {step}; go on with: webtrain train --resume {}",
+        .checkpoint.display()
+    )]
+    Interrupted {
+        epoch: usize,
+        step: usize,
+        checkpoint: PathBuf,
+    },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    NotSaved(Vec<CliError>),
+    #[error(
+        "training {divergence}; the last weights with a finite loss are in {}: try a lower --lr",
+        .out.display()
+    )]
+    Diverged {
+        divergence: Divergence,
+        out: PathBuf,
+    },
+}
+
+/// The shell's code for a process ended by Ctrl-C (128 + SIGINT).
+pub const INTERRUPTED_EXIT: i32 = 130;
+/// A run that diverged: its files are written, but a script should not go on as if it trained.
+pub const DIVERGED_EXIT: u8 = 1;
