@@ -25,9 +25,10 @@ ui: data
 	trunk build --release
 	cargo run -- ui --dist dist $(ARGS)
 
-# The build the tests use (Cargo.toml's dev profile: its dependencies fully optimised).
+# The build the tests use (Cargo.toml's dev profile: its dependencies fully optimised). Flags
+# through ARGS, e.g. make train ARGS="--epochs 1 --backend cpu".
 train: data
-	cargo run -- train
+	cargo run -- train $(ARGS)
 
 # Natively, then in headless Chromium (the browser suites, threaded as the page is), then the
 # page end to end.

@@ -192,7 +192,7 @@ mod web_threads {
             .dyn_ref::<web_sys::WorkerGlobalScope>()
             .ok_or("threads start from the training worker only")?;
         // Shared memory crosses to another worker only on a cross-origin-isolated page (the
-        // COOP and COEP headers, README "The page").
+        // COOP and COEP headers, README "Hosting the page").
         let isolated = js_sys::Reflect::get(&global, &"crossOriginIsolated".into())
             .ok()
             .and_then(|value| value.as_bool())

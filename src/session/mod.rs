@@ -11,7 +11,7 @@ pub mod envelope;
 mod gallery;
 pub mod protocol;
 mod run;
-mod warm_up;
+pub mod warm_up;
 
 use std::cell::RefCell;
 use std::marker::PhantomData;

@@ -92,7 +92,7 @@ const pixels = (page, id, rgb) => page.$eval(`#${id}`, (canvas, [r, g, b]) => {
   return n;
 }, rgb);
 // How far the CPU engines' logged losses may be apart over the first 100 steps of one seed
-// (README, "One seed, one curve"), and how far any two engines' last five losses may be apart
+// (docs/training-quality.md, "One seed, one curve"), and how far any two engines' last five losses may be apart
 // on average. The run stops there: past step ~110 it amplifies a difference in the last bit
 // about tenfold every 10 steps, and engines that round alike only nearly (natively gemm fuses
 // each multiply-add, wasm rounds the product first; a GPU's kernels) could end on curves 10 %
@@ -127,7 +127,7 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     await page.waitForSelector('body[data-state="done"]', { timeout: 900_000 });
     // Training runs in the worker: the page's main thread stays free the whole run. Its own
     // tasks take up to 28 ms here (a chart's redraw, a frame's paint and commit). SwiftShader
-    // rasterises on the CPU, and while it trains its threads hold both of this machine's
+    // rasterises on the CPU, and while it trains its threads hold both of a 2-core machine's
     // cores: the main thread's tasks then wait for a core and stretch past 50 ms (53 ms seen),
     // so the WebGPU run's bound is the preempted one.
     const bound = backend === 'gpu' ? 100 : 50;

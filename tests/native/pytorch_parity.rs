@@ -164,7 +164,7 @@ fn sgd_on_wgpu_gives_pytorchs_losses() {
 /// 5·10⁻³, not 10⁻³: on 2026-12-03's machine (lavapipe, autotune picking the im2col weight and
 /// input gradients) Adam on wgpu parts from PyTorch from step ~9 and stays ~2·10⁻³ off from step
 /// 23, the same in every run; float32 rounding does not explain it (PyTorch's float32 and
-/// float64 runs agree to 5.4·10⁻⁷), so it is an open question (README, "Training quality").
+/// float64 runs agree to 5.4·10⁻⁷), so it is an open question (docs/training-quality.md).
 #[test]
 fn adam_on_wgpu_gives_pytorchs_losses() {
     check(OptimizerKind::Adam, BackendChoice::Gpu, 5e-3);
