@@ -109,7 +109,7 @@ const trainingWorker = (page) => page.workers().find((w) => new URL(w.url()).pat
 // Times the page as a user meets it: Start clicked, steps shown. The loss is read back every
 // `steps` steps, so windows run between steps at which the device has caught up.
 // With `timing`, each dispatch is also timed on the GPU (a run of its own: timing adds work).
-// With `warm`, Start waits until the page has built the GPU's kernels (src/warm_up.rs), as it
+// With `warm`, Start waits until the page has built the GPU's kernels (src/session/warm_up.rs), as it
 // does for a user who looks at the page first; `kernels_built_ms` says when, from loading.
 export async function benchPage(browser, base, backend, { warmup, steps, repeats, timing = false, warm = false }) {
   const first = Math.max(1, Math.ceil(warmup / steps)) * steps;
@@ -168,7 +168,7 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
   }
 }
 
-// Where a CPU step's time goes in the page's worker (src/op_profile.rs), on its MNIST.
+// Where a CPU step's time goes in the page's worker (src/measure/op_profile.rs), on its MNIST.
 export async function profilePageCpu(browser, base, repeats) {
   const page = await browser.newPage();
   await page.route('**/worker.js', (route) => withCountedWorker(route, false));

@@ -103,7 +103,7 @@ const CURVE_STEPS = 100;
 const CPU_ENGINES_APART = 1e-3;
 const CPU_ENGINES_STEPS = 100;
 const LAST_LOSSES_APART = 0.2;
-// The series colours of src/chart.rs.
+// The series colours of src/metrics/chart.rs.
 const LOSS = [31, 119, 180];
 const ACCURACY = [214, 39, 40];
 const TRAIN_ACCURACY = [255, 127, 14];
