@@ -13,7 +13,7 @@ use crate::session::protocol::{Control, Evaluate, UseFiles, WarmUp};
 
 /// Sends a pause, resume, stop or learning rate to the run; a refusal is shown. `then` runs
 /// once the worker has it; the loop acts on it before its next step.
-fn control(session: &Shared, request: Control, then: impl FnOnce() + 'static) {
+fn control(page: &Shared, request: Control, then: impl FnOnce() + 'static) {
     let trainer = page.borrow().trainer.clone();
     wasm_bindgen_futures::spawn_local(async move {
         match trainer.ask(request).await {
@@ -23,7 +23,7 @@ fn control(session: &Shared, request: Control, then: impl FnOnce() + 'static) {
     });
 }
 
-pub fn wire_controls(session: &Shared) {
+pub fn wire_controls(page: &Shared) {
     wire_run_controls(page);
     wire_model_controls(page);
     dom::on("reload", "click", |_| {
@@ -46,7 +46,7 @@ pub fn wire_controls(session: &Shared) {
 }
 
 /// Start, pause, stop and the learning rate.
-fn wire_run_controls(session: &Shared) {
+fn wire_run_controls(page: &Shared) {
     let s = page.clone();
     dom::on("start", "click", move |_| {
         let Some((config, choice, train_len)) = begin_run(&s) else {
@@ -92,7 +92,7 @@ fn wire_run_controls(session: &Shared) {
 }
 
 /// The model's tools, and the user's own MNIST files.
-fn wire_model_controls(session: &Shared) {
+fn wire_model_controls(page: &Shared) {
     let s = page.clone();
     dom::on("download-weights", "click", move |_| {
         if let Some(model) = &s.borrow().model {
@@ -143,7 +143,7 @@ fn wire_model_controls(session: &Shared) {
 
 /// Evaluates the current model on the form's test images, unless a run started since the
 /// click (`runs` then): its figures are the page's now, not the old model's.
-async fn evaluate(session: &Shared, runs: u32) {
+async fn evaluate(page: &Shared, runs: u32) {
     let trainer = page.borrow().trainer.clone();
     let len = form_config()
         .ok()
@@ -167,7 +167,7 @@ async fn evaluate(session: &Shared, runs: u32) {
 }
 
 /// The user's four IDX files become the engine's MNIST; the phase goes back to `before`.
-async fn use_files(session: &Shared, before: Phase) {
+async fn use_files(page: &Shared, before: Phase) {
     let trainer = page.borrow().trainer.clone();
     let loaded = match download::from_inputs().await {
         Ok(files) => trainer.ask(UseFiles { files }).await,
@@ -189,7 +189,7 @@ async fn use_files(session: &Shared, before: Phase) {
 
 /// Checks that a run can start and puts the page in `Training` at once, before anything is
 /// awaited, so that a second click finds Start disabled; what the run is, if it can start.
-fn begin_run(session: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
+fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
     let (phase, data, gone) = {
         let page = page.borrow();
         (page.phase, page.data, page.worker_gone)
@@ -218,7 +218,7 @@ fn begin_run(session: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
 /// Settings a run's kernels are built for: changing one builds them again.
 const KERNEL_SETTINGS: [&str; 4] = ["model", "optimizer", "batch-size", "backend-choice"];
 
-pub fn wire_warm_up(session: &Shared) {
+pub fn wire_warm_up(page: &Shared) {
     for id in KERNEL_SETTINGS {
         let s = page.clone();
         dom::on(id, "change", move |_| {
@@ -236,7 +236,7 @@ pub fn wire_warm_up(session: &Shared) {
 /// Builds the GPU kernels for a run of the form's settings while MNIST downloads or the user
 /// reads the page, so that the first step of a run started meanwhile or later need not wait
 /// for them.
-pub fn warm_up(session: &Shared) {
+pub fn warm_up(page: &Shared) {
     thread_local! {
         /// Warm-ups asked for so far: only the latest one's answer is shown.
         static WARM_UPS: std::cell::Cell<u32> = const { std::cell::Cell::new(0) };

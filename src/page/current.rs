@@ -20,7 +20,7 @@ pub struct ModelFile {
     pub about: String,
 }
 
-fn show(session: &Shared, model: ModelFile, how: &str) {
+fn show(page: &Shared, model: ModelFile, how: &str) {
     set_text("model-status", &format!("{how}: {}", model.about));
     page.borrow_mut().model = Some(Rc::new(model));
     page.borrow().render();
@@ -28,7 +28,7 @@ fn show(session: &Shared, model: ModelFile, how: &str) {
 
 /// Makes `model`, which the worker already holds, the page's model and keeps it in this
 /// browser; a browser that cannot keep it still has it until the page closes.
-pub async fn keep(session: &Shared, model: ModelFile) -> Result<(), PageError> {
+pub async fn keep(page: &Shared, model: ModelFile) -> Result<(), PageError> {
     let stored = storage::StoredModel {
         kind: model.kind,
         weights: model.weights.clone(),
@@ -44,7 +44,7 @@ pub async fn keep(session: &Shared, model: ModelFile) -> Result<(), PageError> {
 }
 
 /// Hands a weights file to the worker, which checks it against `kind`.
-async fn load(session: &Shared, model: &ModelFile) -> Result<(), PageError> {
+async fn load(page: &Shared, model: &ModelFile) -> Result<(), PageError> {
     let trainer = page.borrow().trainer.clone();
     let weights = Payload::from(model.weights.clone());
     let kind = model.kind;
@@ -52,7 +52,7 @@ async fn load(session: &Shared, model: &ModelFile) -> Result<(), PageError> {
 }
 
 /// The model kept by an earlier visit, if any.
-pub async fn restore(session: &Shared) -> Result<(), PageError> {
+pub async fn restore(page: &Shared) -> Result<(), PageError> {
     let Some(stored) = storage::load().await? else {
         return Ok(());
     };
@@ -67,7 +67,7 @@ pub async fn restore(session: &Shared) -> Result<(), PageError> {
 }
 
 /// The weights file the user chose, for the model the form names.
-pub async fn load_file(session: &Shared, kind: ModelKind) -> Result<(), PageError> {
+pub async fn load_file(page: &Shared, kind: ModelKind) -> Result<(), PageError> {
     let file = by_id::<HtmlInputElement>("weights-file")
         .files()
         .and_then(|list| list.get(0))

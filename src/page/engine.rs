@@ -106,7 +106,7 @@ impl Engines {
 }
 
 /// Offers the native engine in the backend select and learns whether it has a GPU.
-pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
+pub async fn offer_native(page: &Shared) -> Result<(), PageError> {
     let Some(native) = page.borrow().engines.native.clone() else {
         return Ok(());
     };
@@ -130,7 +130,7 @@ pub async fn offer_native(session: &Shared) -> Result<(), PageError> {
 }
 
 /// Makes the engine `choice` trains on the page's: MNIST and the page's model go there first.
-pub async fn use_engine(session: &Shared, choice: EngineChoice) -> Result<Rc<Trainer>, PageError> {
+pub async fn use_engine(page: &Shared, choice: EngineChoice) -> Result<Rc<Trainer>, PageError> {
     let (engine, current) = {
         let page = page.borrow();
         (page.engines.for_choice(choice)?, page.trainer.clone())

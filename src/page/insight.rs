@@ -109,7 +109,7 @@ fn digit_figure(pixels: &[u8], caption: &str, title: &str) -> Element {
 
 /// The test digits of the confusion matrix's cell that `button` is, with the model's
 /// probability for its guess under each.
-async fn show_confused(session: &Shared, button: &Element) -> Result<(), PageError> {
+async fn show_confused(page: &Shared, button: &Element) -> Result<(), PageError> {
     let number = |element: &Element, name: &str| {
         element
             .get_attribute(name)
@@ -162,7 +162,7 @@ async fn show_confused(session: &Shared, button: &Element) -> Result<(), PageErr
 }
 
 /// Clicking a number of the confusion matrix shows its digits.
-pub fn wire_confusion(session: &Shared) {
+pub fn wire_confusion(page: &Shared) {
     let s = page.clone();
     dom::on("confusion", "click", move |event| {
         let Some(button) = event
@@ -193,7 +193,7 @@ fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
 }
 
 /// The current model's guesses on test digits: the first ones and some of its mistakes.
-pub async fn show_gallery(session: &Shared) -> Result<(), PageError> {
+pub async fn show_gallery(page: &Shared) -> Result<(), PageError> {
     if page.borrow().model.is_none() {
         return Ok(());
     }
@@ -259,7 +259,7 @@ fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
     Some(data.iter().step_by(4).copied().take(IMAGE_PIXELS).collect())
 }
 
-async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
+async fn show_probabilities(page: &Shared) -> Result<(), PageError> {
     if page.borrow().model.is_none() {
         set_text("draw-status", "Train or load a model first.");
         return Ok(());
@@ -281,7 +281,7 @@ async fn show_probabilities(session: &Shared) -> Result<(), PageError> {
     Ok(())
 }
 
-fn guess(session: &Shared) {
+fn guess(page: &Shared) {
     let page = page.clone();
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = show_probabilities(&page).await {
@@ -303,7 +303,7 @@ fn clear_drawing() {
 }
 
 /// Strokes follow the pointer while a button is down; the probabilities follow each stroke.
-pub fn wire_drawing(session: &Shared) {
+pub fn wire_drawing(page: &Shared) {
     clear_drawing();
     let canvas = by_id::<HtmlCanvasElement>("draw");
     let pen = context(&canvas);

@@ -124,7 +124,7 @@ pub fn start() {
     });
 }
 
-fn set_phase(session: &Shared, phase: Phase) {
+fn set_phase(page: &Shared, phase: Phase) {
     page.borrow_mut().phase = phase;
     page.borrow().render();
 }
@@ -176,7 +176,7 @@ fn log(line: &str) {
 
 /// Selects the device for `choice` in its engine and says which it is, and why when it is the
 /// CPU against the choice; returns what trains.
-async fn show_device(session: &Shared, choice: EngineChoice) -> Result<String, PageError> {
+async fn show_device(page: &Shared, choice: EngineChoice) -> Result<String, PageError> {
     let trainer = page.borrow().engines.for_choice(choice)?;
     let choice = choice.device();
     let DeviceSelected {
@@ -197,7 +197,7 @@ async fn show_device(session: &Shared, choice: EngineChoice) -> Result<String, P
     Ok(description)
 }
 
-async fn boot(session: &Shared) -> Result<(), PageError> {
+async fn boot(page: &Shared) -> Result<(), PageError> {
     set_phase(page, Phase::Loading);
     engine::offer_native(page).await?;
     // A device the worker refuses (`?backend=gpu` without WebGPU), or `native` without
@@ -248,7 +248,7 @@ async fn boot(session: &Shared) -> Result<(), PageError> {
     run::follow_native(page).await
 }
 
-fn use_data(session: &Shared, DataLoaded { train, test }: DataLoaded) {
+fn use_data(page: &Shared, DataLoaded { train, test }: DataLoaded) {
     set_text(
         "data-status",
         &format!("MNIST: {train} training and {test} test images"),

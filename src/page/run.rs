@@ -218,7 +218,7 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
 
 /// A run as the page shows it: its figures, charts and log.
 struct LiveRun {
-    session: Shared,
+    page: Shared,
     config: TrainConfig,
     metrics: Rc<RefCell<RunMetrics>>,
     charts: Rc<RefCell<Charts>>,
@@ -227,7 +227,7 @@ struct LiveRun {
 }
 
 impl LiveRun {
-    fn new(session: &Shared, config: TrainConfig, backend: String, train_len: usize) -> Self {
+    fn new(page: &Shared, config: TrainConfig, backend: String, train_len: usize) -> Self {
         set_text("log", "");
         set_text("test-accuracy", "–");
         by_id::<HtmlElement>("run-files").set_hidden(true);
@@ -236,7 +236,7 @@ impl LiveRun {
         let mut charts = Charts::new();
         charts.start(&metrics);
         Self {
-            session: page.clone(),
+            page: page.clone(),
             config,
             metrics: Rc::new(RefCell::new(metrics)),
             charts: Rc::new(RefCell::new(charts)),
@@ -276,11 +276,7 @@ impl LiveRun {
     }
 
     /// The run has ended: its model becomes the page's, its files are linked.
-    async fn end(
-        self,
-        session: &Shared,
-        ended: Result<RunEnded, PageError>,
-    ) -> Result<(), PageError> {
+    async fn end(self, page: &Shared, ended: Result<RunEnded, PageError>) -> Result<(), PageError> {
         Charts::draw_in_turn(&self.charts, &self.metrics).await;
         let RunEnded {
             outcome,
@@ -339,7 +335,7 @@ fn show_files(files: &RunFiles) {
 
 /// One training run on the engine `choice` names; the page is already in `Training`.
 pub async fn run(
-    session: &Shared,
+    page: &Shared,
     config: TrainConfig,
     choice: EngineChoice,
     train_len: usize,
@@ -359,7 +355,7 @@ pub async fn run(
 
 /// Shows the native engine's run going, if it has one: the page takes it as its own, with its
 /// history, and can pause, stop or steer it.
-pub async fn follow_native(session: &Shared) -> Result<(), PageError> {
+pub async fn follow_native(page: &Shared) -> Result<(), PageError> {
     let (native, data) = {
         let page = page.borrow();
         (page.engines.native.clone(), page.data)
