@@ -15,6 +15,7 @@ pub mod model;
 pub mod page;
 pub mod platform;
 pub mod predict;
+pub mod runs;
 pub mod session;
 pub mod train;
 pub mod weights;

@@ -43,6 +43,8 @@ pub enum CliError {
     },
     #[error(transparent)]
     Chart(#[from] crate::metrics::chart::ChartError),
+    #[error("{}: not a run's metrics: {message}", .path.display())]
+    Metrics { path: PathBuf, message: String },
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,

@@ -2,6 +2,7 @@
 
 #[cfg(feature = "measure")]
 mod bench;
+mod compare;
 mod error;
 mod run_folder;
 mod settings;
@@ -52,6 +53,9 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Print the test loss and accuracy of weights in a .safetensors file.
     Eval(EvalArgs),
+    /// Print a table of run folders (best and final test accuracy, time, speed, end and the
+    /// settings in which they differ) and write their curves overlaid as an SVG.
+    Compare(compare::CompareArgs),
     /// Serve the page, and a native engine it can train on (this machine's GPU or every core),
     /// at a URL with a token; runs started there write their files under --out.
     Ui(ui::UiArgs),
@@ -160,6 +164,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "measure")]
         Command::Bench(args) => bench::run_bench(args),
         Command::Eval(args) => run_eval(args),
+        Command::Compare(args) => compare::run_compare(args),
         Command::Ui(args) => ui::run(args),
     };
     match result {

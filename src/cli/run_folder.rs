@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 
 use crate::metrics::RunMetrics;
 use crate::model::Net;
+use crate::runs::export::MAX_RUN_BYTES;
+use crate::runs::{Engine, RunRecord};
 use crate::train::checkpoint::{Checkpoint, Position};
 use crate::weights::to_safetensors;
 use burn::module::Module;
 
-use super::CliError;
+use super::{CliError, read_limited};
 
 pub const METRICS: &str = "metrics.json";
 pub const CHART: &str = "loss.svg";
@@ -114,6 +116,44 @@ impl RunFolder {
         metrics.truncate_to(position);
         Some(metrics)
     }
+}
+
+/// The run a folder holds, named by the folder, with the id `id`.
+pub fn read_run(dir: &Path, id: String) -> Result<RunRecord, CliError> {
+    let path = dir.join(METRICS);
+    let bytes = read_limited(&path, MAX_RUN_BYTES)?;
+    let metrics: RunMetrics = serde_json::from_slice(&bytes).map_err(|e| CliError::Metrics {
+        path: path.clone(),
+        message: e.to_string(),
+    })?;
+    let name = dir.file_name().map_or_else(
+        || dir.display().to_string(),
+        |name| name.to_string_lossy().into_owned(),
+    );
+    Ok(RunRecord {
+        id,
+        name,
+        engine: Engine::Native,
+        failure: None,
+        metrics,
+    })
+}
+
+/// The runs in the folders of `parent`, by folder name: what `webtrain ui` lists. A folder
+/// without a readable run is left out.
+pub fn runs_in(parent: &Path) -> Vec<RunRecord> {
+    let Ok(entries) = fs::read_dir(parent) else {
+        return Vec::new();
+    };
+    let mut runs: Vec<RunRecord> = entries
+        .filter_map(|entry| {
+            let entry = entry.ok()?;
+            let name = entry.file_name().into_string().ok()?;
+            read_run(&entry.path(), name).ok()
+        })
+        .collect();
+    runs.sort_by(|a, b| a.id.cmp(&b.id));
+    runs
 }
 
 /// Writes each checkpoint as it is taken. A write that fails is said at once, once, and the

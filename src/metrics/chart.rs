@@ -41,12 +41,12 @@ impl ChartTheme {
         grid: RGBColor(48, 54, 61),
     };
 
-    fn font(&self, size: u32) -> TextStyle<'static> {
+    pub(crate) fn font(&self, size: u32) -> TextStyle<'static> {
         ("sans-serif", size).into_font().color(&self.text)
     }
 
     /// The mesh, labels and axis descriptions in this theme's colours.
-    fn mesh<DB, X, Y, XT, YT>(
+    pub(crate) fn mesh<DB, X, Y, XT, YT>(
         &self,
         chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
         x: &str,
@@ -73,7 +73,7 @@ impl ChartTheme {
     /// The series' legend in a corner of the plotting area, in this theme's colours. Drawn here
     /// rather than by plotters' series labels, which measure their text with the font alone: in
     /// a browser, a forced layout of the page for each label. This measures through the backend.
-    fn legend<DB, X, Y>(
+    pub(crate) fn legend<DB, X, Y>(
         &self,
         chart: &ChartContext<'_, DB, Cartesian2d<X, Y>>,
         rows: &[LegendRow],
@@ -138,22 +138,22 @@ impl ChartTheme {
 
 /// The corner of the plotting area a legend sits in.
 #[derive(Clone, Copy, Debug)]
-enum Corner {
+pub(crate) enum Corner {
     UpperRight,
     LowerRight,
 }
 
 /// What a legend row shows before its label: the series' line, or its points' dot.
 #[derive(Clone, Copy, Debug)]
-enum Mark {
+pub(crate) enum Mark {
     Line { color: RGBAColor, width: u32 },
     Dot(RGBColor),
 }
 
 #[derive(Clone, Debug)]
-struct LegendRow {
-    label: String,
-    mark: Mark,
+pub(crate) struct LegendRow {
+    pub(crate) label: String,
+    pub(crate) mark: Mark,
 }
 
 /// How much each smoothed point keeps of the one before it (an exponential moving average,
@@ -162,12 +162,18 @@ const SMOOTHING: f64 = 0.8;
 
 /// The smoothed curve through `points`.
 fn smoothed(points: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    smoothed_by(points, SMOOTHING)
+}
+
+/// The curve through `points` smoothed by `smoothing` (0 to below 1): each point keeps that
+/// share of the average before it. 0 gives the points themselves.
+pub(crate) fn smoothed_by(points: &[(f64, f64)], smoothing: f64) -> Vec<(f64, f64)> {
     let (mut average, mut weight) = (0.0, 0.0);
     points
         .iter()
         .map(|&(x, y)| {
-            average = SMOOTHING * average + (1.0 - SMOOTHING) * y;
-            weight = SMOOTHING * weight + (1.0 - SMOOTHING);
+            average = smoothing * average + (1.0 - smoothing) * y;
+            weight = smoothing * weight + (1.0 - smoothing);
             (x, average / weight)
         })
         .collect()
@@ -318,7 +324,7 @@ pub fn draw_accuracy<DB: DrawingBackend>(
 
 #[derive(Debug, Error)]
 #[error("drawing the chart failed: {0}")]
-pub struct ChartError(String);
+pub struct ChartError(pub(crate) String);
 
 /// Both charts side by side as an SVG document.
 pub fn render_svg(metrics: &RunMetrics) -> Result<String, ChartError> {
@@ -354,6 +360,7 @@ mod tests {
             samples: 640,
             loss: 2.0 / step as f32,
             accuracy: 100.0 - 50.0 / step as f32,
+            training_secs: step as f64 / 10.0,
         }
     }
 

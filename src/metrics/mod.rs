@@ -45,6 +45,12 @@ pub struct RunMetrics {
     pub device_lost: Option<String>,
     pub memory: Vec<MemoryReport>,
     pub lr_changes: Vec<LrChange>,
+    /// When the run started, in milliseconds since 1970 (UTC); 0 where it was not recorded.
+    #[serde(default)]
+    pub started_ms: f64,
+    /// Training time so far, in seconds: evaluation and pauses excluded.
+    #[serde(default)]
+    pub training_secs: f64,
 }
 
 impl RunMetrics {
@@ -62,6 +68,11 @@ impl RunMetrics {
             device_lost: None,
             memory: Vec::new(),
             lr_changes: Vec::new(),
+            // Whole milliseconds: JSON gives them back exactly.
+            started_ms: web_time::SystemTime::now()
+                .duration_since(web_time::UNIX_EPOCH)
+                .map_or(0.0, |since| since.as_millis() as f64),
+            training_secs: 0.0,
         }
     }
 
@@ -70,6 +81,7 @@ impl RunMetrics {
             TrainEvent::Step(step) => {
                 self.total_steps = step.batches_per_epoch * self.config.epochs;
                 self.samples_per_sec = step.samples_per_sec;
+                self.training_secs = step.training_secs;
                 if let Some(loss) = step.loss {
                     self.losses.push(LossPoint {
                         step: step.step,

@@ -4,6 +4,9 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element, Event, HtmlElement};
 
+use super::PageError;
+use crate::platform::js_error;
+
 pub fn document() -> Document {
     web_sys::window()
         .and_then(|w| w.document())
@@ -41,4 +44,14 @@ pub fn on(id: &str, event: &str, handler: impl FnMut(Event) + 'static) {
         .add_event_listener_with_callback(event, closure.as_ref().unchecked_ref())
         .expect("adding a listener");
     closure.forget();
+}
+
+/// A new element of the page's document.
+pub fn create(tag: &str) -> Result<Element, PageError> {
+    document().create_element(tag).map_err(failed)
+}
+
+/// What the DOM refused, as the page says it.
+pub fn failed(error: JsValue) -> PageError {
+    PageError::Dom(js_error(error))
 }

@@ -58,23 +58,29 @@ pub async fn from_inputs() -> Result<Vec<NamedFile>, PageError> {
 
 /// Offers weights as `webtrain-<model>.safetensors`; returns what the page says about it.
 pub fn save_weights(weights: &[u8], kind: ModelKind) -> Result<String, PageError> {
+    let name = format!("webtrain-{kind}.safetensors");
+    save_file(weights, &name, "application/octet-stream")?;
+    Ok(format!(
+        "Saved {name} ({:.1} MB)",
+        weights.len() as f64 / 1e6
+    ))
+}
+
+/// Offers `bytes` as a download named `name`.
+pub fn save_file(bytes: &[u8], name: &str, mime: &str) -> Result<(), PageError> {
     let refused = |e: JsValue| PageError::Save(js_error(e));
-    let parts = js_sys::Array::of1(&Uint8Array::from(weights));
+    let parts = js_sys::Array::of1(&Uint8Array::from(bytes));
     let options = BlobPropertyBag::new();
-    options.set_type("application/octet-stream");
+    options.set_type(mime);
     let blob = Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(refused)?;
     let url = Url::create_object_url_with_blob(&blob).map_err(refused)?;
-    let name = format!("webtrain-{kind}.safetensors");
     let link: HtmlAnchorElement = super::dom::document()
         .create_element("a")
         .map_err(refused)?
         .unchecked_into();
     link.set_href(&url);
-    link.set_download(&name);
+    link.set_download(name);
     link.click();
     let _ = Url::revoke_object_url(&url);
-    Ok(format!(
-        "Saved {name} ({:.1} MB)",
-        weights.len() as f64 / 1e6
-    ))
+    Ok(())
 }

@@ -183,3 +183,10 @@ async fn share(id: &str, text: &str, [copied_words, not_words]: [&str; 2]) {
     };
     set_text("link-status", if copied { copied_words } else { not_words });
 }
+
+/// The form, showing a run's settings.
+pub(super) fn fill_form(config: &TrainConfig) {
+    for (name, value) in config.pairs() {
+        dom::set_value(&name.replace('_', "-"), &value);
+    }
+}

@@ -12,6 +12,8 @@ mod form;
 mod insight;
 mod phase;
 mod run;
+mod run_store;
+mod runs;
 mod storage;
 mod trainer;
 
@@ -56,6 +58,8 @@ pub enum PageError {
     Storage(String),
     #[error("the native engine is there only when webtrain ui opens the page (with its token)")]
     NoNative,
+    #[error("the page could not be drawn: {0}")]
+    Dom(String),
 }
 
 /// What the page holds between clicks (the engine's own state is `crate::session`'s).
@@ -117,6 +121,7 @@ pub fn start() {
     wire_warm_up(&page);
     insight::wire_drawing(&page);
     insight::wire_confusion(&page);
+    runs::wire();
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&page).await {
             fail(&error.to_string());
@@ -230,6 +235,11 @@ async fn boot(page: &Shared) -> Result<(), PageError> {
         })
         .await?;
     use_data(page, sizes);
+    if let Err(error) = runs::load(page).await {
+        show_error(&format!(
+            "The runs kept in this browser cannot be shown: {error}"
+        ));
+    }
     match current::restore(page).await {
         Ok(()) => insight::show_gallery(page).await?,
         Err(error) => set_text(

@@ -10,13 +10,17 @@ use web_sys::{HtmlCanvasElement, HtmlElement, HtmlInputElement, HtmlProgressElem
 use super::canvas::ChartCanvas;
 use super::dom::{self, by_id, set_text};
 use super::engine::{EngineChoice, token, use_engine};
-use super::form::form_config;
+use super::form::{fill_form, form_config};
 use super::phase::Phase;
-use super::{PageError, Shared, current, insight, log, set_phase, show_device, show_error};
+use super::{
+    PageError, Shared, current, insight, log, run_store, runs, set_phase, show_device, show_error,
+};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::metrics::chart::{self, ChartTheme};
 use crate::platform::yield_now;
+use crate::runs::chart::{self as runs_chart, PALETTE, Series};
+use crate::runs::{Engine, RunRecord};
 use crate::session::protocol::{Follow, Followed, RunEnded, RunFiles, Train};
 use crate::train::TrainEvent;
 
@@ -25,18 +29,81 @@ const REDRAW_MS: f64 = 250.0;
 /// Points the page keeps for a chart; older ones are merged in pairs beyond it.
 const CHART_POINTS: usize = 2000;
 
-/// Redraws a chart; a chart that cannot draw is reported in the console, training goes on.
-fn draw(canvas: &str, metrics: &RunMetrics, draw: chart::DrawFn<ChartCanvas>) {
+thread_local! {
+    /// The run the charts show (the live one, or the last), with its id where the browser keeps
+    /// it: what a change of the runs selected redraws.
+    static SHOWN: RefCell<Option<(Option<String>, Rc<RefCell<RunMetrics>>)>> =
+        const { RefCell::new(None) };
+}
+
+/// Redraws chart `index` (0: loss, 1: accuracy): the shown run alone, or with the runs
+/// selected in the runs table; a chart that cannot draw is reported in the console, training
+/// goes on.
+fn draw(index: usize, metrics: &RunMetrics, shown_id: Option<&str>) {
+    let canvas = Charts::CANVASES[index];
+    let element = by_id::<HtmlElement>(canvas);
     let Some(backend) = ChartCanvas::new(by_id::<HtmlCanvasElement>(canvas)) else {
         return;
     };
     let area = backend.into_drawing_area();
     let theme = chart_theme();
-    if let Err(error) = area
+    let drawn = area
         .fill(&theme.background)
-        .and_then(|_| draw(&area, metrics, &theme))
-    {
-        web_sys::console::warn_1(&format!("{canvas}: {error}").into());
+        .and_then(|_| match runs::overlay() {
+            None => Charts::DRAW[index](&area, metrics, &theme).map(|()| None),
+            Some((selected, options, mean_seeds)) => {
+                let refs: Vec<&RunRecord> = selected.iter().collect();
+                let mut series = runs_chart::series(&refs, mean_seeds);
+                let shown_selected = shown_id.is_some_and(|id| selected.iter().any(|r| r.id == id));
+                if !metrics.intervals.is_empty() && !shown_selected {
+                    series.push(Series {
+                        label: "this run".into(),
+                        color: PALETTE[series.len() % PALETTE.len()],
+                        runs: vec![metrics],
+                    });
+                }
+                let curves = match index {
+                    0 => runs_chart::draw_loss(&area, &series, &options, &theme)?,
+                    _ => runs_chart::draw_accuracy(&area, &series, &options, &theme)?,
+                };
+                let labels: Vec<String> = series.into_iter().map(|s| s.label).collect();
+                Ok(Some((labels, curves)))
+            }
+        });
+    // What the e2e tests read of a comparison: the series drawn and each one's curve.
+    let figures = element.dataset();
+    match drawn {
+        Ok(Some((labels, curves))) => {
+            let _ = figures.set("series", &labels.join("\n"));
+            let ys: Vec<Vec<f64>> = curves
+                .iter()
+                .map(|curve| curve.iter().map(|p| p.1).collect())
+                .collect();
+            let _ = figures.set("curves", &serde_json::to_string(&ys).unwrap_or_default());
+        }
+        Ok(None) => {
+            let _ = figures.delete("series");
+            let _ = figures.delete("curves");
+        }
+        Err(error) => web_sys::console::warn_1(&format!("{canvas}: {error}").into()),
+    }
+}
+
+/// Both charts again, for the shown run: the runs selected or the way they are drawn changed.
+pub fn redraw() {
+    let shown = SHOWN.with(|shown| shown.borrow().clone());
+    let (id, metrics) = match shown {
+        Some(shown) => shown,
+        None => {
+            let config = form_config().unwrap_or_default();
+            (
+                None,
+                Rc::new(RefCell::new(RunMetrics::new(config, String::new()))),
+            )
+        }
+    };
+    for index in 0..2 {
+        draw(index, &metrics.borrow(), id.as_deref());
     }
 }
 
@@ -116,7 +183,8 @@ impl Charts {
     }
 
     fn draw_one(&mut self, chart: usize, metrics: &RunMetrics) {
-        draw(Self::CANVASES[chart], metrics, Self::DRAW[chart]);
+        let id = SHOWN.with(|shown| shown.borrow().as_ref().and_then(|(id, _)| id.clone()));
+        draw(chart, metrics, id.as_deref());
         self.drawn_at = now_ms();
         self.stale[chart] = false;
         if chart == 0 {
@@ -216,6 +284,61 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
     }
 }
 
+/// Keeps a run in this browser as it trains: its record now and then, and at its end with its
+/// weights.
+struct Keeper {
+    id: String,
+    name: String,
+    saved_at: std::cell::Cell<f64>,
+    /// Whether a write was refused: said once, not at every try.
+    refused: std::cell::Cell<bool>,
+}
+
+/// A record of a training run is written at most this often (and at each epoch's end).
+const KEEP_MS: f64 = 5000.0;
+
+impl Keeper {
+    fn new(config: &TrainConfig, started_ms: f64) -> Self {
+        let random = (js_sys::Math::random() * 65536.0) as u32;
+        Self {
+            id: format!("{:x}-{random:04x}", started_ms as u64),
+            name: format!(
+                "{} · {} lr {} · seed {}",
+                config.model, config.optimizer, config.lr, config.seed
+            ),
+            saved_at: std::cell::Cell::new(0.0),
+            refused: std::cell::Cell::new(false),
+        }
+    }
+
+    fn record(&self, metrics: &RunMetrics, failure: Option<String>) -> RunRecord {
+        RunRecord {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            engine: Engine::Browser,
+            failure,
+            metrics: metrics.clone(),
+        }
+    }
+
+    /// Writes `run` (and `weights`), and shows it in the runs table once it is kept.
+    async fn keep(&self, run: RunRecord, weights: Option<Vec<u8>>) {
+        self.saved_at.set(now_ms());
+        match run_store::put(&run, weights.as_deref()).await {
+            Ok(()) => runs::show(run),
+            Err(error) if !self.refused.replace(true) => {
+                show_error(&format!("This run cannot be kept in this browser: {error}"))
+            }
+            Err(_) => {}
+        }
+    }
+
+    /// Whether `event` calls for a write of the run's record.
+    fn due(&self, event: &TrainEvent) -> bool {
+        matches!(event, TrainEvent::Epoch(_)) || now_ms() - self.saved_at.get() >= KEEP_MS
+    }
+}
+
 /// A run as the page shows it: its figures, charts and log.
 struct LiveRun {
     page: Shared,
@@ -224,30 +347,43 @@ struct LiveRun {
     charts: Rc<RefCell<Charts>>,
     /// Samples the whole run trains on.
     total: usize,
+    /// What keeps it in this browser; none for a native engine's run, whose folder keeps it.
+    keeper: Option<Rc<Keeper>>,
 }
 
 impl LiveRun {
-    fn new(page: &Shared, config: TrainConfig, backend: String, train_len: usize) -> Self {
+    fn new(
+        page: &Shared,
+        config: TrainConfig,
+        backend: String,
+        train_len: usize,
+        kept_here: bool,
+    ) -> Self {
         set_text("log", "");
         set_text("test-accuracy", "–");
         by_id::<HtmlElement>("run-files").set_hidden(true);
         let total = config.train_limit.map_or(train_len, |l| l.min(train_len)) * config.epochs;
         let metrics = RunMetrics::new(config.clone(), backend);
+        let keeper = kept_here.then(|| Rc::new(Keeper::new(&config, metrics.started_ms)));
+        let metrics = Rc::new(RefCell::new(metrics));
+        let id = keeper.as_ref().map(|keeper| keeper.id.clone());
+        SHOWN.with(|shown| *shown.borrow_mut() = Some((id, metrics.clone())));
         let mut charts = Charts::new();
-        charts.start(&metrics);
+        charts.start(&metrics.borrow());
         Self {
             page: page.clone(),
             config,
-            metrics: Rc::new(RefCell::new(metrics)),
+            metrics,
             charts: Rc::new(RefCell::new(charts)),
             total,
+            keeper,
         }
     }
 
     /// What draws each event as it comes.
     fn on_event(&self) -> impl FnMut(TrainEvent) + 'static {
         let (metrics, charts, total) = (self.metrics.clone(), self.charts.clone(), self.total);
-        let page = self.page.clone();
+        let (page, keeper) = (self.page.clone(), self.keeper.clone());
         move |event: TrainEvent| {
             // Whichever page paused the run, each that shows it shows it paused.
             let paused = match event {
@@ -263,6 +399,11 @@ impl LiveRun {
             let mut metrics = metrics.borrow_mut();
             metrics.record(&event);
             metrics.thin(CHART_POINTS);
+            if let Some(keeper) = keeper.as_ref().filter(|keeper| keeper.due(&event)) {
+                let (keeper, run) = (keeper.clone(), keeper.record(&metrics, None));
+                keeper.saved_at.set(now_ms());
+                wasm_bindgen_futures::spawn_local(async move { keeper.keep(run, None).await });
+            }
             let mut charts = charts.borrow_mut();
             if show_event(&event, &metrics, total) {
                 charts.news();
@@ -278,6 +419,12 @@ impl LiveRun {
     /// The run has ended: its model becomes the page's, its files are linked.
     async fn end(self, page: &Shared, ended: Result<RunEnded, PageError>) -> Result<(), PageError> {
         Charts::draw_in_turn(&self.charts, &self.metrics).await;
+        if let Some(keeper) = &self.keeper {
+            let failure = ended.as_ref().err().map(ToString::to_string);
+            let run = keeper.record(&self.metrics.borrow(), failure);
+            let weights = ended.as_ref().ok().map(|end| end.weights.bytes().to_vec());
+            keeper.keep(run, weights).await;
+        }
         let RunEnded {
             outcome,
             weights,
@@ -342,7 +489,8 @@ pub async fn run(
 ) -> Result<(), PageError> {
     let trainer = use_engine(page, choice).await?;
     let backend = show_device(page, choice).await?;
-    let live = LiveRun::new(page, config.clone(), backend, train_len);
+    let kept_here = choice != EngineChoice::Native;
+    let live = LiveRun::new(page, config.clone(), backend, train_len, kept_here);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
     let request = Train {
         config,
@@ -350,7 +498,12 @@ pub async fn run(
         from_model,
     };
     let ended = trainer.ask_reporting(request, live.on_event()).await;
-    live.end(page, ended).await
+    let shown = live.end(page, ended).await;
+    // The native engine's run folder is its record: the table lists it from there.
+    if choice == EngineChoice::Native {
+        runs::reload_native(page).await?;
+    }
+    shown
 }
 
 /// Shows the native engine's run going, if it has one: the page takes it as its own, with its
@@ -378,6 +531,7 @@ pub async fn follow_native(page: &Shared) -> Result<(), PageError> {
             config,
             format!("native — {device}"),
             train_len,
+            false,
         ));
     };
     let drawn = live.clone();
@@ -393,16 +547,11 @@ pub async fn follow_native(page: &Shared) -> Result<(), PageError> {
     let Some(run) = live.borrow_mut().take() else {
         return ended.map(|_| ());
     };
-    match ended {
+    let shown = match ended {
         Ok(Some(end)) => run.end(page, Ok(end)).await,
         Ok(None) => Ok(()),
         Err(error) => run.end(page, Err(error)).await,
-    }
-}
-
-/// The form, showing a run's settings.
-fn fill_form(config: &TrainConfig) {
-    for (name, value) in config.pairs() {
-        dom::set_value(&name.replace('_', "-"), &value);
-    }
+    };
+    runs::reload_native(page).await?;
+    shown
 }

@@ -1,5 +1,6 @@
-//! The last trained or loaded model, kept in this browser's IndexedDB so that it survives a
-//! reload: its weights as `.safetensors` bytes, its kind and a line saying what it is.
+//! This browser's IndexedDB: the database and its stores, and the last trained or loaded
+//! model, kept so that it survives a reload (its weights as `.safetensors` bytes, its kind and a
+//! line saying what it is). The runs kept to compare are `run_store`'s.
 
 use js_sys::{Object, Promise, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
@@ -14,8 +15,14 @@ use crate::config::ModelKind;
 use crate::platform::js_error;
 
 const DATABASE: &str = "webtrain";
+/// The database's version: 2 added the runs' stores.
+const VERSION: u32 = 2;
 const STORE: &str = "models";
 const KEY: &str = "last";
+/// Each kept run's record, as JSON, by its id.
+pub(super) const RUNS: &str = "runs";
+/// Each kept run's weights, by its id: apart, so that listing runs reads no weights.
+pub(super) const RUN_WEIGHTS: &str = "run-weights";
 
 pub struct StoredModel {
     pub kind: ModelKind,
@@ -24,12 +31,12 @@ pub struct StoredModel {
     pub about: String,
 }
 
-fn failed(error: JsValue) -> PageError {
+pub(super) fn failed(error: JsValue) -> PageError {
     PageError::Storage(js_error(error))
 }
 
 /// Waits for a request to succeed.
-async fn finished(request: &IdbRequest) -> Result<JsValue, PageError> {
+pub(super) async fn finished(request: &IdbRequest) -> Result<JsValue, PageError> {
     let promise = Promise::new(&mut |resolve, reject| {
         request.set_onsuccess(Some(&resolve));
         request.set_onerror(Some(&reject));
@@ -43,7 +50,10 @@ async fn finished(request: &IdbRequest) -> Result<JsValue, PageError> {
 
 /// Waits for a transaction to commit: its writes are kept only then. A full disk or a spent
 /// quota aborts it after its requests succeeded, with the reason as its error.
-async fn committed(transaction: &IdbTransaction, writes: Promise) -> Result<(), PageError> {
+pub(super) async fn committed(
+    transaction: &IdbTransaction,
+    writes: Promise,
+) -> Result<(), PageError> {
     JsFuture::from(writes).await.map_err(|_| {
         let reason = transaction
             .error()
@@ -53,12 +63,12 @@ async fn committed(transaction: &IdbTransaction, writes: Promise) -> Result<(), 
     Ok(())
 }
 
-async fn open() -> Result<IdbDatabase, PageError> {
+pub(super) async fn open() -> Result<IdbDatabase, PageError> {
     let factory = web_sys::window()
         .and_then(|window| window.indexed_db().ok().flatten())
         .ok_or_else(|| PageError::Storage("this browser has no IndexedDB".into()))?;
-    let request: IdbOpenDbRequest = factory.open_with_u32(DATABASE, 1).map_err(failed)?;
-    // The first open in this browser creates the store.
+    let request: IdbOpenDbRequest = factory.open_with_u32(DATABASE, VERSION).map_err(failed)?;
+    // The first open of a version in this browser creates the stores it lacks.
     let create = Closure::once_into_js(move |event: Event| {
         let database = event
             .target()
@@ -66,11 +76,23 @@ async fn open() -> Result<IdbDatabase, PageError> {
             .and_then(|request| request.result().ok())
             .and_then(|result| result.dyn_into::<IdbDatabase>().ok());
         if let Some(database) = database {
-            let _ = database.create_object_store(STORE);
+            // A store the database has already is refused (ConstraintError), and stays as it is.
+            for store in [STORE, RUNS, RUN_WEIGHTS] {
+                let _ = database.create_object_store(store);
+            }
         }
     });
     request.set_onupgradeneeded(Some(create.unchecked_ref()));
     finished(&request).await?.dyn_into().map_err(failed)
+}
+
+/// What a write transaction's commit or abort will settle. Made before any request: the
+/// transaction may end before an await returns.
+pub(super) fn on_commit(transaction: &IdbTransaction) -> Promise {
+    Promise::new(&mut |resolve, reject| {
+        transaction.set_oncomplete(Some(&resolve));
+        transaction.set_onabort(Some(&reject));
+    })
 }
 
 pub async fn save(model: &StoredModel) -> Result<(), PageError> {
@@ -78,11 +100,7 @@ pub async fn save(model: &StoredModel) -> Result<(), PageError> {
     let transaction = database
         .transaction_with_str_and_mode(STORE, IdbTransactionMode::Readwrite)
         .map_err(failed)?;
-    // Listening before any request is made: the transaction may end before an await returns.
-    let writes = Promise::new(&mut |resolve, reject| {
-        transaction.set_oncomplete(Some(&resolve));
-        transaction.set_onabort(Some(&reject));
-    });
+    let writes = on_commit(&transaction);
     let store = transaction.object_store(STORE).map_err(failed)?;
     let value = Object::new();
     let weights = Uint8Array::from(model.weights.as_slice());

@@ -87,11 +87,14 @@ pub trait Host {
         &self,
         config: &TrainConfig,
         device: &str,
-    ) -> Result<Option<Box<dyn RunRecord>>, SessionError>;
+    ) -> Result<Option<Box<dyn RunRecorder>>, SessionError>;
+
+    /// The runs this engine keeps (natively: its run folders); the browser's are the page's.
+    fn kept_runs(&self) -> Result<Vec<crate::runs::RunRecord>, SessionError>;
 }
 
-/// A run's record, as the run goes.
-pub trait RunRecord {
+/// What records a run as it goes (natively: its folder's files).
+pub trait RunRecorder {
     fn event(&mut self, event: &TrainEvent);
     /// The run has ended, with this model if it has one: writes what remains.
     fn finish(self: Box<Self>, model: Option<&Net>) -> RunFiles;
@@ -230,6 +233,7 @@ impl<H: Host> Session<H> {
             Request::Gallery(r) => asked.to(&r).answer(self.gallery().await),
             Request::Confused(r) => asked.to(&r).answer(self.confused(r).await),
             Request::Predict(r) => asked.to(&r).answer(self.predict(r).await),
+            Request::ListRuns(r) => asked.to(&r).answer(self.host.kept_runs()),
             #[cfg(feature = "measure")]
             Request::ProfileCpu(r) => asked.to(&r).answer(self.profile_cpu(r)),
         }

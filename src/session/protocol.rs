@@ -13,6 +13,7 @@ use crate::device::BackendChoice;
 #[cfg(feature = "measure")]
 use crate::measure::op_profile::CpuProfile;
 use crate::model::CLASSES;
+use crate::runs::RunRecord;
 use crate::train::{EpochReport, Outcome, TrainEvent};
 
 /// A request, and the types of its replies.
@@ -107,6 +108,8 @@ requests! {
     Confused => Vec<GalleryDigit>;
     /// The current model's probabilities for one 28x28 digit.
     Predict => Probabilities;
+    /// The runs the engine keeps: natively, the run folders under `webtrain ui --out`.
+    ListRuns => Vec<RunRecord>;
     /// Where a CPU step's time goes in this browser, each phase and op timed `repeats` times on
     /// the training set (for `make bench`; the page does not ask it).
     #[cfg(feature = "measure")]
@@ -268,6 +271,9 @@ pub struct Probabilities {
     #[serde(with = "crate::json_float::array")]
     pub by_digit: [f32; CLASSES],
 }
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ListRuns {}
 
 #[cfg(feature = "measure")]
 #[derive(Debug, Serialize, Deserialize)]

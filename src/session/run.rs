@@ -6,7 +6,7 @@ use futures_channel::oneshot;
 use web_time::Instant;
 
 use super::protocol::{Followed, Payload, RunEnded, Train, WarmUp as WarmUpRequest, WarmedUp};
-use super::{Host, Model, RunRecord, Session, SessionError};
+use super::{Host, Model, RunRecorder, Session, SessionError};
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::{BackendChoice, BackendKind, TrainDevice, select_device};
 use crate::model::Net;
@@ -130,7 +130,7 @@ impl<H: Host> Session<H> {
         &self,
         config: &TrainConfig,
         backend: BackendChoice,
-    ) -> Result<(TrainDevice, Option<Box<dyn RunRecord>>), SessionError> {
+    ) -> Result<(TrainDevice, Option<Box<dyn RunRecorder>>), SessionError> {
         // A warm-up going shares the device: the run starts with what it has built.
         self.stop_warm_up().await;
         let device = select_device(backend).await?;
@@ -144,7 +144,7 @@ impl<H: Host> Session<H> {
         &self,
         config: &TrainConfig,
         trained: Result<Trained, TrainError>,
-        record: Option<Box<dyn RunRecord>>,
+        record: Option<Box<dyn RunRecorder>>,
     ) -> Result<RunEnded, SessionError> {
         let net = match &trained {
             Ok(trained) => Some(to_cpu(&trained.model, config.model).await?),

@@ -34,6 +34,9 @@ pub struct IntervalReport {
     /// Percent of its training samples classed right, each before its step's update.
     #[serde(with = "crate::json_float")]
     pub accuracy: f32,
+    /// The run's training time at its last step, in seconds: the charts' x axis by time.
+    #[serde(default)]
+    pub training_secs: f64,
 }
 
 impl IntervalReport {
@@ -104,8 +107,14 @@ impl IntervalMeter {
         }
     }
 
-    /// Adds the figures of run step `step`, batch `batch` of epoch `epoch`.
-    pub fn add(&mut self, stats: &StepStats, epoch: usize, step: usize, batch: usize) {
+    /// Adds the figures of run step `step`, batch `batch` of epoch `epoch`, taken when the run
+    /// had trained `training_secs` seconds.
+    pub fn add(
+        &mut self,
+        stats: &StepStats,
+        (epoch, step, batch): (usize, usize, usize),
+        training_secs: f64,
+    ) {
         let samples = stats.len();
         let seen = batch * self.batch_size + samples;
         let mut sums = self.open.take().unwrap_or_else(|| Sums {
@@ -117,6 +126,7 @@ impl IntervalMeter {
                 samples: 0,
                 loss: f32::NAN,
                 accuracy: f32::NAN,
+                training_secs,
             },
             parts: Vec::new(),
         });
@@ -129,6 +139,7 @@ impl IntervalMeter {
             epochs: (epoch - 1) as f64 + seen as f64 / self.epoch_len as f64,
             steps: sums.report.steps + 1,
             samples: sums.report.samples + samples,
+            training_secs,
             ..sums.report
         };
         self.open = Some(sums);
@@ -233,13 +244,13 @@ mod tests {
     #[test]
     fn sums_each_interval_and_reads_them_with_a_logged_loss() {
         let mut meter = IntervalMeter::new(300, 2, false);
-        meter.add(&stats(2.0, &[0.0, 0.0]), 1, 1, 0);
+        meter.add(&stats(2.0, &[0.0, 0.0]), (1, 1, 0), 0.5);
         assert!(
             !meter.wants_read(),
             "the GPU's intervals wait for a read the loop makes"
         );
-        meter.add(&stats(1.0, &[1.0, 1.0]), 1, 2, 1);
-        meter.add(&stats(0.5, &[1.0, 0.0]), 1, 3, 2);
+        meter.add(&stats(1.0, &[1.0, 1.0]), (1, 2, 1), 1.0);
+        meter.add(&stats(0.5, &[1.0, 0.0]), (1, 3, 2), 1.5);
         let (loss, intervals) =
             pollster::block_on(meter.read(Some(stats(0.25, &[0.0, 0.0]).loss()))).unwrap();
         assert_eq!(loss, Some(0.25));
@@ -253,6 +264,8 @@ mod tests {
                 samples: 4,
                 loss: 1.5,
                 accuracy: 50.0,
+                // The time of its last step.
+                training_secs: 1.0,
             }]
         );
         // The interval under way ends where the run stops.
@@ -261,6 +274,7 @@ mod tests {
         assert_eq!(loss, None);
         assert_eq!((intervals[0].step, intervals[0].steps), (3, 1));
         assert_eq!((intervals[0].loss, intervals[0].accuracy), (0.5, 50.0));
+        assert_eq!(intervals[0].training_secs, 1.5);
         assert_eq!(
             pollster::block_on(meter.read(None)).unwrap(),
             (None, vec![])
@@ -273,7 +287,7 @@ mod tests {
         let mut meter = IntervalMeter::new(5, 2, true);
         let batches: [&[f32]; 3] = [&[1.0, 1.0], &[1.0, 0.0], &[1.0]];
         for (batch, correct) in batches.into_iter().enumerate() {
-            meter.add(&stats(1.0, correct), 2, 4 + batch, batch);
+            meter.add(&stats(1.0, correct), (2, 4 + batch, batch), 0.5);
             assert!(
                 meter.wants_read(),
                 "on the CPU each interval is read as it ends"
@@ -294,8 +308,8 @@ mod tests {
     fn an_interval_ending_in_a_short_batch_counts_all_its_samples() {
         // 259 samples in batches of 2: 130 batches, the last of 1; intervals of 2 steps.
         let mut meter = IntervalMeter::new(259, 2, true);
-        meter.add(&stats(1.0, &[1.0, 0.0]), 1, 129, 128);
-        meter.add(&stats(3.0, &[1.0]), 1, 130, 129);
+        meter.add(&stats(1.0, &[1.0, 0.0]), (1, 129, 128), 0.5);
+        meter.add(&stats(3.0, &[1.0]), (1, 130, 129), 0.5);
         let (_, intervals) = pollster::block_on(meter.read(None)).unwrap();
         let interval = &intervals[0];
         assert_eq!(
@@ -315,6 +329,7 @@ mod tests {
             samples: 64,
             loss: f32::NAN,
             accuracy: f32::NAN,
+            training_secs: 2.5,
         };
         let json = serde_json::to_string(&diverged).unwrap();
         let back: IntervalReport = serde_json::from_str(&json).unwrap();
@@ -331,6 +346,7 @@ mod tests {
             samples: 640,
             loss: 2.0,
             accuracy: 50.0,
+            training_secs: 1.0,
         };
         let second = IntervalReport {
             step: 15,
@@ -339,10 +355,12 @@ mod tests {
             samples: 320,
             loss: 0.5,
             accuracy: 80.0,
+            training_secs: 1.5,
             ..first.clone()
         };
         let merged = first.merge(&second);
         assert_eq!((merged.step, merged.steps, merged.samples), (15, 15, 960));
+        assert_eq!(merged.training_secs, 1.5, "the time of its last step");
         assert!((merged.loss - 1.5).abs() < 1e-6);
         assert!((merged.accuracy - 60.0).abs() < 1e-4);
     }

@@ -262,7 +262,8 @@ async fn run_on(
             (model, stats) = stepper.step(model, &mut optim, config.lr, indices);
             position.step += 1;
             position.batch = batch + 1;
-            meter.add(&stats, epoch, position.step, batch);
+            let at_step = training_time + started.elapsed();
+            meter.add(&stats, (epoch, position.step, batch), at_step.as_secs_f64());
             let (read, intervals) = match checked || meter.wants_read() {
                 true => meter.read(checked.then(|| stats.loss())).await?,
                 false => (None, Vec::new()),

@@ -16,7 +16,7 @@ use crate::config::TrainConfig;
 use crate::data::Mnist;
 use crate::session::envelope::{BadMessage, Envelope};
 use crate::session::protocol::Notice;
-use crate::session::{Host, RunRecord, Session, SessionError, failure, notice};
+use crate::session::{Host, RunRecorder, Session, SessionError, failure, notice};
 
 /// The browser's engine: MNIST from beside the page; a run's record is the page's to keep.
 struct Browser;
@@ -30,8 +30,12 @@ impl Host for Browser {
         &self,
         _config: &TrainConfig,
         _device: &str,
-    ) -> Result<Option<Box<dyn RunRecord>>, SessionError> {
+    ) -> Result<Option<Box<dyn RunRecorder>>, SessionError> {
         Ok(None)
+    }
+
+    fn kept_runs(&self) -> Result<Vec<crate::runs::RunRecord>, SessionError> {
+        Ok(Vec::new())
     }
 }
 

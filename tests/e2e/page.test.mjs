@@ -779,6 +779,101 @@ test('a model the browser cannot keep says why', { timeout: 300_000 }, async () 
   await page.close();
 });
 
+// The runs table's rows: id, name, engine, end and the settings the runs differ in.
+const keptRuns = (page) => page.$$eval('#runs-table tr[data-id]', (rows) => rows.map((row) => ({
+  id: row.dataset.id,
+  name: row.cells[1].textContent,
+  engine: row.cells[3].textContent,
+  end: row.cells[8].textContent,
+  differs: row.querySelector('td.differs').textContent,
+})));
+// The series the loss chart draws, and each one's curve as drawn.
+const lossSeries = (page) => page.$eval('#loss-chart', (c) => ({
+  labels: c.dataset.series ? c.dataset.series.split('\n') : [],
+  curves: c.dataset.curves ? JSON.parse(c.dataset.curves) : [],
+}));
+const rowAction = (page, id, action) => page.click(`#runs-table tr[data-id="${id}"] [data-action="${action}"]`);
+const setSmoothing = (page, value) => page.$eval('#smoothing', (input, value) => {
+  input.value = value;
+  input.dispatchEvent(new Event('input'));
+}, value);
+// A kept run exported from the table: its file and what it holds.
+async function exportRun(page, id, name) {
+  const [download] = await Promise.all([page.waitForEvent('download'), rowAction(page, id, 'export')]);
+  const path = new URL(name, screenshots).pathname;
+  await download.saveAs(path);
+  return { path, file: JSON.parse(readFileSync(path, 'utf8')) };
+}
+// The drawn curve equals the run's raw training losses (f32 in the file, f64 drawn).
+function assertRawCurve(curve, file) {
+  const raw = file.run.metrics.intervals.map((i) => i.loss);
+  assert.equal(curve.length, raw.length);
+  curve.forEach((y, i) => assert.ok(Math.abs(y - raw[i]) <= 1e-6 * Math.abs(raw[i]), `point ${i}: ${y} against ${raw[i]}`));
+}
+
+test('runs are kept and compared: two learning rates, their differing setting, a reload, a delete, export and import', { timeout: 600_000 }, async () => {
+  const settings = '?model=lenet-small&epochs=1&train_limit=1280&test_limit=500&seed=4&backend=cpu';
+  const page = await open(`${settings}&lr=0.01`);
+  const train = async () => {
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  };
+  await train();
+  await page.fill('#lr', '0.1');
+  await train();
+  const kept = await keptRuns(page);
+  assert.equal(kept.length, 2, JSON.stringify(kept));
+  assert.deepEqual(kept.map((r) => r.differs).sort(), ['lr 0.01', 'lr 0.1'], 'only the learning rate differs');
+  assert.ok(kept.every((r) => r.engine === 'browser' && r.end === 'finished'), JSON.stringify(kept));
+  const [slow, fast] = ['lr 0.01', 'lr 0.1'].map((lr) => kept.find((r) => r.differs === lr));
+
+  // Both on the charts, each labelled with its name.
+  for (const run of [slow, fast]) await rowAction(page, run.id, 'select');
+  await page.waitForFunction(() => document.getElementById('loss-chart').dataset.series?.split('\n').length === 2);
+  assert.deepEqual((await lossSeries(page)).labels.sort(), [slow.name, fast.name].sort());
+
+  // Smoothing 0 draws the raw values exactly.
+  await setSmoothing(page, '0');
+  const { path, file } = await exportRun(page, slow.id, 'run-slow.json');
+  assert.equal(file.run.name, slow.name);
+  assert.equal(file.run.metrics.config.lr, 0.01);
+  assert.ok(file.weights.length > 1000, 'the weights travel with the run');
+  const drawn = await lossSeries(page);
+  assertRawCurve(drawn.curves[drawn.labels.indexOf(slow.name)], file);
+
+  // Renamed, and loaded back into the form.
+  page.once('dialog', (dialog) => dialog.accept('fast one'));
+  await rowAction(page, fast.id, 'rename');
+  await page.waitForFunction(() => document.getElementById('loss-chart').dataset.series?.includes('fast one'));
+  await rowAction(page, slow.id, 'load');
+  assert.equal(await page.inputValue('#lr'), '0.01');
+  assert.match(page.url(), /lr=0\.01/);
+
+  // Deleting one removes its curve; what is left survives a reload.
+  await rowAction(page, slow.id, 'delete');
+  await page.waitForFunction(() => document.querySelectorAll('#runs-table tr[data-id]').length === 1);
+  assert.deepEqual((await lossSeries(page)).labels, ['fast one']);
+  await page.reload();
+  await waitReady(page);
+  assert.deepEqual((await keptRuns(page)).map((r) => r.name), ['fast one']);
+  await page.close();
+
+  // The exported run, imported into another browser, shows the same curve.
+  const other = await open(settings);
+  assert.deepEqual(await keptRuns(other), []);
+  await other.setInputFiles('#import-run', path);
+  await other.waitForFunction(() => document.querySelectorAll('#runs-table tr[data-id]').length === 1);
+  const [imported] = await keptRuns(other);
+  assert.equal(imported.name, slow.name);
+  await setSmoothing(other, '0');
+  await rowAction(other, imported.id, 'select');
+  await other.waitForFunction(() => document.getElementById('loss-chart').dataset.series);
+  const shown = await lossSeries(other);
+  assert.deepEqual(shown.labels, [slow.name]);
+  assertRawCurve(shown.curves[0], file);
+  await other.close();
+});
+
 // Text that overflows its box or wraps mid-phrase, and sideways scrolling, as [what, problem].
 function layoutProblems() {
   const problems = [];
@@ -1005,6 +1100,11 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
       ['checkpoint.safetensors', 'loss.svg', 'metrics.json', 'model.bpk', 'model.safetensors']);
     const folder = decodeURIComponent(new URL(links[0][1]).pathname.split('/')[2]);
     for (const [name] of links) assert.ok(existsSync(new URL(`${folder}/${name}`, `file://${out}`)), `${name} in --out`);
+    // The run's folder is listed in the runs table, beside the browser's runs.
+    await page.waitForFunction((folder) => document.querySelector(`#runs-table tr[data-id="${folder}"]`), folder);
+    const listed = (await keptRuns(page)).find((r) => r.id === folder);
+    assert.equal(listed.engine, 'native');
+    assert.equal(listed.end, 'stopped');
     const metricsLink = links.find(([name]) => name === 'metrics.json')[1];
     const metrics = await (await fetch(metricsLink)).json();
     assert.equal(metrics.config.train_limit, 60000);

@@ -11,6 +11,7 @@ mod corpus;
 
 mod cli;
 mod cli_results;
+mod compare;
 mod cubecl_kernels;
 mod flex_kernels;
 mod intervals;

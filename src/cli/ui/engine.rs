@@ -14,14 +14,15 @@ use crate::config::TrainConfig;
 use crate::data::Mnist;
 use crate::metrics::RunMetrics;
 use crate::model::Net;
+use crate::runs::RunRecord;
 use crate::session::envelope::Envelope;
 use crate::session::protocol::{Ask, Reply, Request, RunFiles};
-use crate::session::{Host, RunRecord, Session, SessionError};
+use crate::session::{Host, RunRecorder, Session, SessionError};
 use crate::train::TrainEvent;
 use tokio::sync::mpsc;
 
 use super::{say, warn};
-use crate::cli::run_folder::{CheckpointWrites, RunFolder, save_results};
+use crate::cli::run_folder::{CheckpointWrites, RunFolder, runs_in, save_results};
 
 /// A request, and where its replies go: each one's bytes, as the WebSocket carries them.
 pub struct Job {
@@ -147,7 +148,7 @@ impl Host for Native {
         &self,
         config: &TrainConfig,
         device: &str,
-    ) -> Result<Option<Box<dyn RunRecord>>, SessionError> {
+    ) -> Result<Option<Box<dyn RunRecorder>>, SessionError> {
         let folder =
             RunFolder::timestamped(&self.out).map_err(|e| SessionError::Files(e.to_string()))?;
         say(&format!(
@@ -160,6 +161,9 @@ impl Host for Native {
             checkpoints: CheckpointWrites::default(),
         })))
     }
+    fn kept_runs(&self) -> Result<Vec<RunRecord>, SessionError> {
+        Ok(runs_in(&self.out))
+    }
 }
 
 /// A run's folder, written as the CLI writes it: checkpoints as they come, the rest at the end.
@@ -169,7 +173,7 @@ struct FolderRecord {
     checkpoints: CheckpointWrites,
 }
 
-impl RunRecord for FolderRecord {
+impl RunRecorder for FolderRecord {
     fn event(&mut self, event: &TrainEvent) {
         if let TrainEvent::Checkpoint(checkpoint) = event {
             self.checkpoints
