@@ -54,7 +54,7 @@ pub enum PageError {
     MissingFile(&'static str),
     #[error("the browser refused the download: {0}")]
     Save(String),
-    #[error("this browser could not keep the model: {0}")]
+    #[error("the browser's storage: {0}")]
     Storage(String),
     #[error("the native engine is there only when webtrain ui opens the page (with its token)")]
     NoNative,

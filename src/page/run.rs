@@ -90,6 +90,7 @@ fn draw(index: usize, metrics: &RunMetrics, shown_id: Option<&str>) {
 }
 
 /// Both charts again, for the shown run: the runs selected or the way they are drawn changed.
+/// A redraw asked while one is under way may draw a chart once more; each draw is whole.
 pub fn redraw() {
     let shown = SHOWN.with(|shown| shown.borrow().clone());
     let (id, metrics) = match shown {
@@ -102,9 +103,14 @@ pub fn redraw() {
             )
         }
     };
-    for index in 0..2 {
-        draw(index, &metrics.borrow(), id.as_deref());
-    }
+    // Each chart in a task of its own, after the one that asked: with many runs shown, each is
+    // a long draw.
+    wasm_bindgen_futures::spawn_local(async move {
+        for index in 0..2 {
+            yield_now().await;
+            draw(index, &metrics.borrow(), id.as_deref());
+        }
+    });
 }
 
 /// The page's colour scheme, as the stylesheet follows it.
@@ -327,7 +333,13 @@ impl Keeper {
         match run_store::put(&run, weights.as_deref()).await {
             Ok(()) => runs::show(run),
             Err(error) if !self.refused.replace(true) => {
-                show_error(&format!("This run cannot be kept in this browser: {error}"))
+                let reason = match error {
+                    PageError::Storage(reason) => reason,
+                    other => other.to_string(),
+                };
+                show_error(&format!(
+                    "This run cannot be kept in this browser: {reason}"
+                ))
             }
             Err(_) => {}
         }

@@ -6,7 +6,7 @@
 use std::cell::RefCell;
 use std::collections::BTreeSet;
 
-use wasm_bindgen::JsCast;
+use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{Element, HtmlElement, HtmlInputElement};
 
 use super::dom::{self, by_id, set_text};
@@ -102,29 +102,29 @@ pub async fn reload_native(page: &Shared) -> Result<(), PageError> {
     Ok(())
 }
 
-fn cell(row: &Element, text: &str) -> Result<Element, PageError> {
-    cell_of("td", row, text)
-}
-
-fn cell_of(tag: &str, row: &Element, text: &str) -> Result<Element, PageError> {
-    let cell = dom::create(tag)?;
-    cell.set_text_content(Some(text));
-    row.append_child(&cell).map_err(dom::failed)?;
-    Ok(cell)
-}
-
-fn button(parent: &Element, action: &str, text: &str, label: &str) -> Result<(), PageError> {
-    let button = dom::create("button")?;
-    button.set_text_content(Some(text));
-    for (name, value) in [
-        ("type", "button"),
-        ("data-action", action),
-        ("aria-label", label),
-    ] {
-        button.set_attribute(name, value).map_err(dom::failed)?;
+/// `text` as HTML text or an attribute's value: a run's name is the user's.
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
     }
-    parent.append_child(&button).map_err(dom::failed)?;
-    Ok(())
+    out
+}
+
+/// A button of the table: `text` shown, `label` its accessible name (which holds `text`).
+fn button(action: &str, text: &str, label: &str) -> String {
+    format!(
+        r#"<button type="button" data-action="{action}" aria-label="{}">{}</button>"#,
+        escape(label),
+        escape(text)
+    )
 }
 
 /// The table, drawn anew from the kept runs.
@@ -134,13 +134,11 @@ fn render() {
     }
 }
 
+/// The table as HTML, built as one string and set at once: a hundred runs' rows are one DOM
+/// call, not thousands.
 fn draw_table(kept: &Kept) -> Result<(), PageError> {
     let table = by_id::<Element>("runs-table");
-    table.set_text_content(None);
     by_id::<HtmlElement>("runs-empty").set_hidden(!kept.runs.is_empty());
-    if kept.runs.is_empty() {
-        return Ok(());
-    }
     let mut shown: Vec<&RunRecord> = kept.runs.iter().collect();
     sort(&mut shown, kept.sort, kept.descending);
     let selected: Vec<&RunRecord> = shown
@@ -153,70 +151,89 @@ fn draw_table(kept: &Kept) -> Result<(), PageError> {
         true => &selected,
         false => &shown,
     });
-    let head = dom::create("tr")?;
-    cell_of("th", &head, "show")?;
-    for column in Column::ALL {
-        let th = dom::create("th")?;
-        let sorted = (column == kept.sort).then_some(kept.descending);
-        let order = match sorted {
+    let checked = |on: bool| if on { " checked" } else { "" };
+    let all = !kept.runs.is_empty() && selected.len() == kept.runs.len();
+    let mut html = format!(
+        r#"<tr><th>show <input type="checkbox" data-action="select-all" aria-label="Show every run on the charts"{}></th>"#,
+        checked(all)
+    );
+    // The settings that differ beside the run's name: what tells the runs compared apart.
+    let columns: Vec<Option<Column>> = Column::ALL
+        .iter()
+        .enumerate()
+        .flat_map(|(i, &column)| match i {
+            0 => vec![Some(column), None],
+            _ => vec![Some(column)],
+        })
+        .collect();
+    for &column in &columns {
+        let Some(column) = column else {
+            html.push_str("<th>differs in</th>");
+            continue;
+        };
+        let order = match (column == kept.sort).then_some(kept.descending) {
             Some(true) => "descending",
             Some(false) => "ascending",
             None => "none",
         };
-        th.set_attribute("aria-sort", order).map_err(dom::failed)?;
-        let label = format!("Sort by {}", column.title());
-        button(
-            &th,
+        let title = column.title();
+        let sort = button(
             &format!("sort-{}", column.key()),
-            column.title(),
-            &label,
-        )?;
-        head.append_child(&th).map_err(dom::failed)?;
+            title,
+            &format!("Sort by {title}"),
+        );
+        html.push_str(&format!(r#"<th aria-sort="{order}">{sort}</th>"#));
     }
-    cell_of("th", &head, "differs in")?;
-    cell_of("th", &head, "actions")?;
-    table.append_child(&head).map_err(dom::failed)?;
+    html.push_str("<th>actions</th></tr>");
+    // One formatter for every row: making one is most of what formatting a date costs.
+    let options = js_sys::Object::new();
+    for (key, value) in [("dateStyle", "short"), ("timeStyle", "short")] {
+        let _ = js_sys::Reflect::set(&options, &key.into(), &value.into());
+    }
+    let format = js_sys::Intl::DateTimeFormat::new(&js_sys::Array::new(), &options).format();
     let started = |ms: f64| {
-        let date = js_sys::Date::new(&ms.into());
-        String::from(date.to_locale_string("default", &js_sys::Object::new()))
+        format
+            .call1(&JsValue::NULL, &js_sys::Date::new(&ms.into()))
+            .ok()
+            .and_then(|text| text.as_string())
+            .unwrap_or_default()
     };
     for run in shown {
-        let row = dom::create("tr")?;
-        row.set_attribute("data-id", &run.id).map_err(dom::failed)?;
-        let show = dom::create("td")?;
-        let check: HtmlInputElement = dom::create("input")?.unchecked_into();
-        check.set_type("checkbox");
-        check.set_checked(kept.selected.contains(&run.id));
-        check
-            .set_attribute("data-action", "select")
-            .map_err(dom::failed)?;
-        let label = format!("Show {} on the charts", run.name);
-        check
-            .set_attribute("aria-label", &label)
-            .map_err(dom::failed)?;
-        show.append_child(&check).map_err(dom::failed)?;
-        row.append_child(&show).map_err(dom::failed)?;
-        for column in Column::ALL {
-            cell(&row, &column.cell(run, &started))?;
-        }
-        cell(&row, &settings_text(run, &differing))?.set_class_name("differs");
-        let actions = cell(&row, "")?;
-        actions.set_class_name("actions");
         let name = &run.name;
-        button(
-            &actions,
+        html.push_str(&format!(
+            r#"<tr data-id="{}"><td><input type="checkbox" data-action="select" aria-label="Show {} on the charts"{}></td>"#,
+            escape(&run.id),
+            escape(name),
+            checked(kept.selected.contains(&run.id))
+        ));
+        for column in &columns {
+            let (key, text) = match column {
+                Some(column) => (column.key(), column.cell(run, &started)),
+                None => ("differs", settings_text(run, &differing)),
+            };
+            html.push_str(&format!(
+                r#"<td data-column="{key}">{}</td>"#,
+                escape(&text)
+            ));
+        }
+        html.push_str(r#"<td class="actions">"#);
+        html.push_str(&button(
             "load",
             "Load settings",
             &format!("Load settings of {name}"),
-        )?;
-        button(&actions, "export", "Export", &format!("Export {name}"))?;
+        ));
+        html.push_str(&button("export", "Export", &format!("Export {name}")));
         // A native run's folder is its record: the page neither renames nor deletes it.
         if run.engine == Engine::Browser {
-            button(&actions, "rename", "Rename", &format!("Rename {name}"))?;
-            button(&actions, "delete", "Delete", &format!("Delete {name}"))?;
+            html.push_str(&button("rename", "Rename", &format!("Rename {name}")));
+            html.push_str(&button("delete", "Delete", &format!("Delete {name}")));
         }
-        table.append_child(&row).map_err(dom::failed)?;
+        html.push_str("</td></tr>");
     }
+    if kept.runs.is_empty() {
+        html.clear();
+    }
+    table.set_inner_html(&html);
     Ok(())
 }
 
@@ -241,6 +258,18 @@ async fn act(action: String, id: Option<String>) -> Result<(), PageError> {
             render();
             run::redraw();
         }
+        return Ok(());
+    }
+    if action == "select-all" {
+        KEPT.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            kept.selected = match kept.runs.iter().all(|run| kept.selected.contains(&run.id)) {
+                true => BTreeSet::new(),
+                false => kept.runs.iter().map(|run| run.id.clone()).collect(),
+            };
+        });
+        render();
+        run::redraw();
         return Ok(());
     }
     let Some(run) = id.as_deref().and_then(find) else {

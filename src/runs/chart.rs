@@ -215,15 +215,19 @@ fn x_extent(curves: &[Vec<(f64, f64)>]) -> f64 {
 pub type Drawn<DB> =
     Result<Vec<Vec<(f64, f64)>>, DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
-/// Draws a curve: with smoothing, the raw mean faint and the smoothed one over it; a band
-/// between the smoothed lowest and highest where it stands for several runs. Returns the line.
+/// Past this many series a chart leaves out what would only crowd it, and cost a long draw:
+/// the faint raw curves under smoothed ones, and the test accuracy's dots.
+const DETAILED_SERIES: usize = 12;
+
+/// Draws a curve: with smoothing (and `faint`), the raw mean faint and the smoothed one over
+/// it; a band between the smoothed lowest and highest where it stands for several runs.
+/// Returns the line.
 fn draw_curve<DB: DrawingBackend>(
     chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
     curve: &Curve,
-    runs: usize,
-    color: RGBColor,
+    (runs, color): (usize, RGBColor),
     smoothing: f64,
-    width: u32,
+    (width, faint): (u32, bool),
 ) -> Result<Vec<(f64, f64)>, DrawingAreaErrorKind<DB::ErrorType>> {
     if runs > 1 && !curve.mean.is_empty() {
         let low = smoothed_by(&curve.low, smoothing);
@@ -231,7 +235,7 @@ fn draw_curve<DB: DrawingBackend>(
         let outline: Vec<(f64, f64)> = low.into_iter().chain(high.into_iter().rev()).collect();
         chart.draw_series([Polygon::new(outline, color.mix(0.15).filled())])?;
     }
-    if smoothing > 0.0 {
+    if smoothing > 0.0 && faint {
         chart.draw_series(LineSeries::new(
             curve.mean.iter().copied(),
             color.mix(0.3).stroke_width(1),
@@ -341,15 +345,16 @@ pub fn draw_loss<DB: DrawingBackend>(
         .axis_desc_style(theme.font(14))
         .draw()?;
     let smoothing = options.smoothing();
+    let detailed = series.len() <= DETAILED_SERIES;
     let mut lines = Vec::new();
     for (s, curve) in series.iter().zip(&curves) {
+        let what = (s.runs.len(), s.color);
         lines.push(draw_curve(
             &mut chart,
             curve,
-            s.runs.len(),
-            s.color,
+            what,
             smoothing,
-            2,
+            (2, detailed),
         )?);
     }
     theme.legend(&chart, &legend(series), Corner::UpperRight)?;
@@ -401,24 +406,27 @@ pub fn draw_accuracy<DB: DrawingBackend>(
         axis_name(axis),
         "% (thin: training, dots: test)",
     )?;
+    let detailed = series.len() <= DETAILED_SERIES;
     let mut lines = Vec::new();
     for (i, s) in series.iter().enumerate() {
-        let runs = s.runs.len();
+        let what = (s.runs.len(), s.color);
+        let training = &training_curves[i];
         lines.push(draw_curve(
             &mut chart,
-            &training_curves[i],
-            runs,
-            s.color,
+            training,
+            what,
             smoothing,
-            1,
+            (1, detailed),
         )?);
         let test = &test_curves[i];
-        draw_curve(&mut chart, test, runs, s.color, 0.0, 3)?;
-        let dots = test
-            .mean
-            .iter()
-            .map(|&p| Circle::new(p, 4, s.color.filled()));
-        chart.draw_series(dots)?;
+        draw_curve(&mut chart, test, what, 0.0, (3, detailed))?;
+        if detailed {
+            let dots = test
+                .mean
+                .iter()
+                .map(|&p| Circle::new(p, 4, s.color.filled()));
+            chart.draw_series(dots)?;
+        }
     }
     theme.legend(&chart, &legend(series), Corner::LowerRight)?;
     Ok(lines)

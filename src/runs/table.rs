@@ -108,10 +108,11 @@ impl Column {
     }
 }
 
-/// A training time as people read it: `42 s`, `3 min 05 s`, `1 h 02 min`.
+/// A training time as people read it: `4.2 s`, `42 s`, `3 min 05 s`, `1 h 02 min`.
 pub fn duration(secs: f64) -> String {
     let whole = secs.max(0.0).round() as u64;
     match whole {
+        _ if secs < 9.95 => format!("{:.1} s", secs.max(0.0)),
         0..60 => format!("{whole} s"),
         60..3600 => format!("{} min {:02} s", whole / 60, whole % 60),
         _ => format!("{} h {:02} min", whole / 3600, whole / 60 % 60),
@@ -281,6 +282,7 @@ mod tests {
         assert_eq!(Column::Time.cell(&a, &utc), "30 s");
         assert_eq!(Column::End.cell(&a, &utc), "finished");
         assert_eq!(duration(185.0), "3 min 05 s");
+        assert_eq!(duration(0.44), "0.4 s");
         assert_eq!(duration(3725.0), "1 h 02 min");
     }
 

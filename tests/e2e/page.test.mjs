@@ -775,18 +775,17 @@ test('a model the browser cannot keep says why', { timeout: 300_000 }, async () 
   await page.click('#start');
   await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
   assert.match(await page.textContent('#model-status'), /^Not kept in this browser: QuotaExceededError/);
+  // The run's record could not be kept either, and the page said so.
+  assert.match(await page.textContent('#error'), /^This run cannot be kept in this browser: QuotaExceededError/);
   await cdp.send('Storage.overrideQuotaForOrigin', { origin: new URL(base).origin });
   await page.close();
 });
 
 // The runs table's rows: id, name, engine, end and the settings the runs differ in.
-const keptRuns = (page) => page.$$eval('#runs-table tr[data-id]', (rows) => rows.map((row) => ({
-  id: row.dataset.id,
-  name: row.cells[1].textContent,
-  engine: row.cells[3].textContent,
-  end: row.cells[8].textContent,
-  differs: row.querySelector('td.differs').textContent,
-})));
+const keptRuns = (page) => page.$$eval('#runs-table tr[data-id]', (rows) => rows.map((row) => {
+  const cell = (column) => row.querySelector(`td[data-column="${column}"]`).textContent;
+  return { id: row.dataset.id, name: cell('name'), engine: cell('engine'), end: cell('end'), differs: cell('differs') };
+}));
 // The series the loss chart draws, and each one's curve as drawn.
 const lossSeries = (page) => page.$eval('#loss-chart', (c) => ({
   labels: c.dataset.series ? c.dataset.series.split('\n') : [],
@@ -831,6 +830,18 @@ test('runs are kept and compared: two learning rates, their differing setting, a
   for (const run of [slow, fast]) await rowAction(page, run.id, 'select');
   await page.waitForFunction(() => document.getElementById('loss-chart').dataset.series?.split('\n').length === 2);
   assert.deepEqual((await lossSeries(page)).labels.sort(), [slow.name, fast.name].sort());
+  // The comparison as the README shows it: the charts and the runs table under them, on a
+  // screen wide enough for the whole table.
+  await page.setViewportSize({ width: 1920, height: 1080 });
+  await page.waitForTimeout(500);
+  const charts = await page.locator('.charts').boundingBox();
+  const table = await page.locator('section.runs').boundingBox();
+  await page.screenshot({
+    path: new URL('runs-compared.png', screenshots).pathname,
+    fullPage: true,
+    clip: { x: charts.x, y: charts.y, width: Math.max(charts.width, table.width), height: table.y + table.height - charts.y },
+  });
+  await page.setViewportSize({ width: 1280, height: 900 });
 
   // Smoothing 0 draws the raw values exactly.
   await setSmoothing(page, '0');
@@ -872,6 +883,67 @@ test('runs are kept and compared: two learning rates, their differing setting, a
   assert.deepEqual(shown.labels, [slow.name]);
   assertRawCurve(shown.curves[0], file);
   await other.close();
+});
+
+// `count` kept runs of lenet over 2 epochs of MNIST as a run keeps them (67 intervals an
+// epoch, two test results), written straight into the page's IndexedDB.
+function keepRuns(count) {
+  const run = (n) => {
+    const intervals = [];
+    for (let step = 14; step <= 1876; step += 14) {
+      const epoch = step <= 938 ? 1 : 2;
+      intervals.push({ epoch, step, epochs: step / 938, steps: 14, samples: 896,
+        loss: 2.3 / (1 + step / (50 + n)), accuracy: 100 - 90 / (1 + step / 100), training_secs: step / 40 });
+    }
+    const confusion = Array.from({ length: 10 }, (_, i) => Array.from({ length: 10 }, (_, j) => (i === j ? 980 : 2)));
+    const report = (epoch) => ({ epoch, test_loss: 0.05, correct: 9800 + epoch * 20 + (n % 7), total: 10000, confusion });
+    return {
+      id: `kept-${n}`, name: `run ${n}`, engine: 'browser', failure: null,
+      metrics: {
+        config: { model: 'lenet', optimizer: 'sgd', lr: 0.001 * (1 + n), momentum: 0.9, batch_size: 64, epochs: 2,
+          seed: n, log_interval: 100, train_limit: null, test_limit: null },
+        backend: 'CPU, 2 threads', losses: [], intervals, total_steps: 1876, epochs: [report(1), report(2)],
+        samples_per_sec: 1400 + n, outcome: 'completed', divergence: null, device_lost: null, memory: [],
+        lr_changes: [], started_ms: 1796400000000 + n * 60000, training_secs: 47 + n,
+      },
+    };
+  };
+  return new Promise((resolve, reject) => {
+    const open = indexedDB.open('webtrain', 2);
+    open.onupgradeneeded = () => ['models', 'runs', 'run-weights'].forEach((s) => open.result.createObjectStore(s));
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const tx = open.result.transaction('runs', 'readwrite');
+      for (let n = 0; n < count; n++) tx.objectStore('runs').put(JSON.stringify(run(n)), `kept-${n}`);
+      tx.oncomplete = () => resolve();
+      tx.onerror = () => reject(tx.error);
+    };
+  });
+}
+
+test('100 kept runs of 2 epochs: the table and the charts of all of them stay responsive', { timeout: 300_000 }, async () => {
+  const page = await open('?backend=cpu');
+  await page.evaluate(keepRuns, 100);
+  const { usage } = await page.evaluate(() => navigator.storage.estimate());
+  console.log(`100 kept runs of 2 epochs: ${(usage / 1e6).toFixed(1)} MB of storage (records, no weights)`);
+  await page.reload();
+  await waitReady(page);
+  assert.equal((await keptRuns(page)).length, 100);
+  const since = await page.evaluate(() => performance.now());
+  await page.click('#runs-table [data-action="select-all"]');
+  await page.waitForFunction(() => document.getElementById('loss-chart').dataset.curves?.startsWith('[')
+    && JSON.parse(document.getElementById('loss-chart').dataset.curves).length === 100
+    && JSON.parse(document.getElementById('accuracy-chart').dataset.curves ?? '[]').length === 100);
+  // Sorted anew, and drawn with other options: each a redraw of everything.
+  await page.click('#runs-table [data-action="sort-best"]');
+  await setSmoothing(page, '0.9');
+  await page.check('#log-loss');
+  await page.selectOption('#x-axis', 'time');
+  await page.waitForTimeout(2000);
+  const { longTasks, longestGap } = await mainThreadSince(page, since);
+  console.log(`100 kept runs, all drawn: the main thread's longest gap ${Math.round(longestGap)} ms`);
+  assert.ok(Math.max(0, ...longTasks) <= 50, `main-thread tasks over 50 ms: ${longTasks.map(Math.round)}`);
+  await page.close();
 });
 
 // Text that overflows its box or wraps mid-phrase, and sideways scrolling, as [what, problem].
