@@ -211,8 +211,13 @@ fn draw_table(kept: &Kept) -> Result<(), PageError> {
                 Some(column) => (column.key(), column.cell(run, &started)),
                 None => ("differs", settings_text(run, &differing)),
             };
+            // The engine's cell says, on hover, what trained: the run's backend line.
+            let title = match column {
+                Some(Column::Engine) => format!(r#" title="{}""#, escape(&run.metrics.backend)),
+                _ => String::new(),
+            };
             html.push_str(&format!(
-                r#"<td data-column="{key}">{}</td>"#,
+                r#"<td data-column="{key}"{title}>{}</td>"#,
                 escape(&text)
             ));
         }
