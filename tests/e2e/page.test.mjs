@@ -810,7 +810,7 @@ function assertRawCurve(curve, file) {
   curve.forEach((y, i) => assert.ok(Math.abs(y - raw[i]) <= 1e-6 * Math.abs(raw[i]), `point ${i}: ${y} against ${raw[i]}`));
 }
 
-test('runs are kept and compared: two learning rates, their differing setting, a reload, a delete, export and import', { timeout: 600_000 }, async () => {
+test('runs are kept and compared: two learning rates, their differing setting, reloads, a delete, export and import', { timeout: 600_000 }, async () => {
   const settings = '?model=lenet-small&epochs=1&train_limit=1280&test_limit=500&seed=4&backend=cpu';
   const page = await open(`${settings}&lr=0.01`);
   const train = async () => {
@@ -825,6 +825,10 @@ test('runs are kept and compared: two learning rates, their differing setting, a
   assert.deepEqual(kept.map((r) => r.differs).sort(), ['lr 0.01', 'lr 0.1'], 'only the learning rate differs');
   assert.ok(kept.every((r) => r.engine === 'browser' && r.end === 'finished'), JSON.stringify(kept));
   const [slow, fast] = ['lr 0.01', 'lr 0.1'].map((lr) => kept.find((r) => r.differs === lr));
+  // Both survive a reload.
+  await page.reload();
+  await waitReady(page);
+  assert.deepEqual((await keptRuns(page)).map((r) => r.id).sort(), [slow.id, fast.id].sort());
 
   // Both on the charts, each labelled with its name.
   for (const run of [slow, fast]) await rowAction(page, run.id, 'select');
