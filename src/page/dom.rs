@@ -46,11 +46,6 @@ pub fn on(id: &str, event: &str, handler: impl FnMut(Event) + 'static) {
     closure.forget();
 }
 
-/// A new element of the page's document.
-pub fn create(tag: &str) -> Result<Element, PageError> {
-    document().create_element(tag).map_err(failed)
-}
-
 /// What the DOM refused, as the page says it.
 pub fn failed(error: JsValue) -> PageError {
     PageError::Dom(js_error(error))

@@ -3,6 +3,7 @@
 //! draws what it reports.
 
 mod canvas;
+mod charts;
 mod controls;
 mod current;
 mod dom;
@@ -10,10 +11,12 @@ mod download;
 mod engine;
 mod form;
 mod insight;
+mod keeper;
 mod phase;
 mod run;
 mod run_store;
 mod runs;
+mod runs_table;
 mod storage;
 mod trainer;
 
@@ -225,7 +228,7 @@ async fn boot(page: &Shared) -> Result<(), PageError> {
             .unwrap_or(engines.browser.clone())
     };
     page.borrow_mut().trainer = trainer.clone();
-    run::draw_empty().await;
+    charts::draw_empty().await;
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer
         .ask_reporting(Download {}, move |downloaded| {
