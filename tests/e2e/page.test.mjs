@@ -889,6 +889,29 @@ test('runs are kept and compared: two learning rates, their differing setting, r
   await other.close();
 });
 
+test('a tab closed mid-run leaves its run kept as far as it trained', { timeout: 300_000 }, async () => {
+  // One browser context: the tabs share this browser's IndexedDB.
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const page = await context.newPage();
+  await page.goto(`${base}/?model=lenet&epochs=1&backend=cpu&log_interval=20`);
+  await waitReady(page);
+  await page.click('#start');
+  // A record is written at the run's first step and every few seconds after.
+  await page.waitForFunction(() => Number(document.getElementById('step').textContent) >= 60, null, { timeout: 120_000 });
+  await page.waitForTimeout(6000);
+  const steps = Number(await page.textContent('#step'));
+  await page.close();
+  const again = await context.newPage();
+  await again.goto(`${base}/?backend=cpu`);
+  await waitReady(again);
+  const [kept] = await keptRuns(again);
+  assert.equal(kept.end, 'unfinished');
+  const { file } = await exportRun(again, kept.id, 'run-closed.json');
+  const last = file.run.metrics.intervals.at(-1).step;
+  assert.ok(last >= 30 && last <= steps, `kept up to step ${last} of the ${steps} trained`);
+  await context.close();
+});
+
 // `count` kept runs of lenet over 2 epochs of MNIST as a run keeps them (67 intervals an
 // epoch, two test results), written straight into the page's IndexedDB.
 function keepRuns(count) {
