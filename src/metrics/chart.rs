@@ -328,18 +328,31 @@ pub struct ChartError(pub(crate) String);
 
 /// Both charts side by side as an SVG document.
 pub fn render_svg(metrics: &RunMetrics) -> Result<String, ChartError> {
+    side_by_side_svg(SIZE, |left, right, theme| {
+        draw_loss(left, metrics, theme)?;
+        draw_accuracy(right, metrics, theme)
+    })
+}
+
+/// Two charts side by side, drawn by `draw` on the light theme, as an SVG document of `size`.
+pub(crate) fn side_by_side_svg(
+    size: (u32, u32),
+    draw: impl for<'a, 'b> FnOnce(
+        &DrawingArea<SVGBackend<'a>, Shift>,
+        &DrawingArea<SVGBackend<'a>, Shift>,
+        &'b ChartTheme,
+    ) -> DrawResult<SVGBackend<'a>>,
+) -> Result<String, ChartError> {
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        let draw = || -> DrawResult<SVGBackend<'_>> {
-            let theme = ChartTheme::LIGHT;
-            root.fill(&theme.background)?;
-            let (left, right) = root.split_horizontally(SIZE.0 / 2);
-            draw_loss(&left, metrics, &theme)?;
-            draw_accuracy(&right, metrics, &theme)?;
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let theme = ChartTheme::LIGHT;
+        let drawn = root.fill(&theme.background).and_then(|()| {
+            let (left, right) = root.split_horizontally(size.0 / 2);
+            draw(&left, &right, &theme)?;
             root.present()
-        };
-        draw().map_err(|e| ChartError(e.to_string()))?;
+        });
+        drawn.map_err(|e| ChartError(e.to_string()))?;
     }
     Ok(svg)
 }

@@ -11,12 +11,11 @@ use web_sys::{HtmlCanvasElement, HtmlElement};
 use super::canvas::ChartCanvas;
 use super::dom::by_id;
 use super::form::form_config;
-use super::runs;
 use crate::metrics::RunMetrics;
 use crate::metrics::chart::{self, ChartTheme};
 use crate::platform::yield_now;
 use crate::runs::RunRecord;
-use crate::runs::chart::{self as runs_chart, PALETTE, Series};
+use crate::runs::chart::{self as runs_chart, ChartOptions, PALETTE, Series};
 
 /// The charts redraw at most this often, however short the intervals.
 const REDRAW_MS: f64 = 250.0;
@@ -28,6 +27,21 @@ thread_local! {
     /// it: what a change of the runs selected redraws.
     static SHOWN: RefCell<Option<(Option<String>, Rc<RefCell<RunMetrics>>)>> =
         const { RefCell::new(None) };
+    /// The runs ticked in the runs table, in its order, with how to draw them: none when none
+    /// is ticked.
+    static OVERLAY: RefCell<Option<Overlay>> = const { RefCell::new(None) };
+}
+
+/// Runs drawn with the shown one, and how.
+pub(super) struct Overlay {
+    pub runs: Vec<RunRecord>,
+    pub options: ChartOptions,
+    pub mean_seeds: bool,
+}
+
+/// What the charts overlay from now on; `redraw` shows it.
+pub(super) fn set_overlay(overlay: Option<Overlay>) {
+    OVERLAY.with(|kept| *kept.borrow_mut() = overlay);
 }
 
 /// Redraws chart `index` (0: loss, 1: accuracy): the shown run alone, or with the runs
@@ -41,29 +55,33 @@ fn draw(index: usize, metrics: &RunMetrics, shown_id: Option<&str>) {
     };
     let area = backend.into_drawing_area();
     let theme = chart_theme();
-    let drawn = area
-        .fill(&theme.background)
-        .and_then(|_| match runs::overlay() {
-            None => Charts::DRAW[index](&area, metrics, &theme).map(|()| None),
-            Some((selected, options, mean_seeds)) => {
-                let refs: Vec<&RunRecord> = selected.iter().collect();
-                let mut series = runs_chart::series(&refs, mean_seeds);
-                let shown_selected = shown_id.is_some_and(|id| selected.iter().any(|r| r.id == id));
-                if !metrics.intervals.is_empty() && !shown_selected {
-                    series.push(Series {
-                        label: "this run".into(),
-                        color: PALETTE[series.len() % PALETTE.len()],
-                        runs: vec![metrics],
-                    });
-                }
-                let curves = match index {
-                    0 => runs_chart::draw_loss(&area, &series, &options, &theme)?,
-                    _ => runs_chart::draw_accuracy(&area, &series, &options, &theme)?,
-                };
-                let labels: Vec<String> = series.into_iter().map(|s| s.label).collect();
-                Ok(Some((labels, curves)))
+    let overlay = OVERLAY.with(|overlay| overlay.take());
+    let drawn = area.fill(&theme.background).and_then(|_| match &overlay {
+        None => Charts::DRAW[index](&area, metrics, &theme).map(|()| None),
+        Some(Overlay {
+            runs: selected,
+            options,
+            mean_seeds,
+        }) => {
+            let refs: Vec<&RunRecord> = selected.iter().collect();
+            let mut series = runs_chart::series(&refs, *mean_seeds);
+            let shown_selected = shown_id.is_some_and(|id| selected.iter().any(|r| r.id == id));
+            if !metrics.intervals.is_empty() && !shown_selected {
+                series.push(Series {
+                    label: "this run".into(),
+                    color: PALETTE[series.len() % PALETTE.len()],
+                    runs: vec![metrics],
+                });
             }
-        });
+            let curves = match index {
+                0 => runs_chart::draw_loss(&area, &series, options, &theme)?,
+                _ => runs_chart::draw_accuracy(&area, &series, options, &theme)?,
+            };
+            let labels: Vec<String> = series.into_iter().map(|s| s.label).collect();
+            Ok(Some((labels, curves)))
+        }
+    });
+    OVERLAY.with(|kept| *kept.borrow_mut() = overlay);
     // What the e2e tests read of a comparison: the series drawn and each one's curve.
     let figures = element.dataset();
     match drawn {

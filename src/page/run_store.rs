@@ -2,22 +2,28 @@
 //! and, apart, its weights. A run's record is written as it trains, so a closed tab keeps what
 //! was trained until then. A write the browser refuses (its quota spent) is an error to show.
 
-use js_sys::{Array, Uint8Array};
+use js_sys::{Array, Promise, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
-use web_sys::IdbTransactionMode;
+use web_sys::{IdbTransaction, IdbTransactionMode};
 
 use super::PageError;
 use super::storage::{RUN_WEIGHTS, RUNS, committed, failed, finished, on_commit, open};
 use crate::runs::RunRecord;
 
-/// Writes `run`'s record, and its weights when given, in one transaction.
-pub async fn put(run: &RunRecord, weights: Option<&[u8]>) -> Result<(), PageError> {
+/// A transaction that writes both stores, and what its commit will settle.
+async fn write_both() -> Result<(IdbTransaction, Promise), PageError> {
     let database = open().await?;
     let stores = Array::of2(&RUNS.into(), &RUN_WEIGHTS.into());
     let transaction = database
         .transaction_with_str_sequence_and_mode(&stores, IdbTransactionMode::Readwrite)
         .map_err(failed)?;
     let writes = on_commit(&transaction);
+    Ok((transaction, writes))
+}
+
+/// Writes `run`'s record, and its weights when given, in one transaction.
+pub async fn put(run: &RunRecord, weights: Option<&[u8]>) -> Result<(), PageError> {
+    let (transaction, writes) = write_both().await?;
     let json = serde_json::to_string(run).expect("a run is plain data");
     let key = JsValue::from(run.id.as_str());
     let records = transaction.object_store(RUNS).map_err(failed)?;
@@ -68,12 +74,7 @@ pub async fn weights(id: &str) -> Result<Option<Vec<u8>>, PageError> {
 
 /// Forgets a run: its record and its weights.
 pub async fn delete(id: &str) -> Result<(), PageError> {
-    let database = open().await?;
-    let stores = Array::of2(&RUNS.into(), &RUN_WEIGHTS.into());
-    let transaction = database
-        .transaction_with_str_sequence_and_mode(&stores, IdbTransactionMode::Readwrite)
-        .map_err(failed)?;
-    let writes = on_commit(&transaction);
+    let (transaction, writes) = write_both().await?;
     for store in [RUNS, RUN_WEIGHTS] {
         let store = transaction.object_store(store).map_err(failed)?;
         store.delete(&id.into()).map_err(failed)?;

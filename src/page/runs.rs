@@ -9,10 +9,11 @@ use std::collections::BTreeSet;
 use wasm_bindgen::JsCast;
 use web_sys::{Element, HtmlElement, HtmlInputElement};
 
+use super::charts::{self, Overlay};
 use super::dom::{self, by_id, set_text};
 use super::form::{backend_choice, fill_form, validate_form, write_query};
 use super::runs_table::table_html;
-use super::{PageError, Shared, charts, download, run_store, show_error};
+use super::{PageError, Shared, download, run_store, show_error};
 use crate::runs::chart::ChartOptions;
 use crate::runs::export::{self, MAX_RUN_BYTES};
 use crate::runs::table::{Column, sort};
@@ -43,7 +44,7 @@ thread_local! {
 
 /// The runs selected for the charts, in the table's order, with how to draw them; none when
 /// none is selected.
-pub fn overlay() -> Option<(Vec<RunRecord>, ChartOptions, bool)> {
+fn overlay() -> Option<Overlay> {
     KEPT.with(|kept| {
         let kept = kept.borrow();
         let mut shown: Vec<&RunRecord> = kept.runs.iter().collect();
@@ -53,7 +54,11 @@ pub fn overlay() -> Option<(Vec<RunRecord>, ChartOptions, bool)> {
             .filter(|run| kept.selected.contains(&run.id))
             .cloned()
             .collect();
-        (!selected.is_empty()).then_some((selected, kept.options, kept.mean_seeds))
+        (!selected.is_empty()).then_some(Overlay {
+            runs: selected,
+            options: kept.options,
+            mean_seeds: kept.mean_seeds,
+        })
     })
 }
 
@@ -113,6 +118,7 @@ fn render() {
         by_id::<HtmlElement>("runs-empty").set_hidden(!kept.runs.is_empty());
         by_id::<Element>("runs-table").set_inner_html(&html);
     });
+    charts::set_overlay(overlay());
 }
 
 /// The kept run with `id`.
@@ -297,6 +303,7 @@ pub fn wire() {
     ] {
         dom::on(id, event, |_| {
             read_options();
+            charts::set_overlay(overlay());
             charts::redraw();
         });
     }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::metrics::RunMetrics;
 use crate::metrics::chart::{
-    ChartError, ChartTheme, Corner, DrawResult, LegendRow, Mark, smoothed_by,
+    ChartError, ChartTheme, Corner, LegendRow, Mark, side_by_side_svg, smoothed_by,
 };
 use crate::runs::RunRecord;
 use crate::runs::table::{differing_settings, seed_groups, settings_text};
@@ -434,21 +434,10 @@ pub fn draw_accuracy<DB: DrawingBackend>(
 
 /// Both charts side by side as an SVG document: what `webtrain compare` writes.
 pub fn render_svg(series: &[Series], options: &ChartOptions) -> Result<String, ChartError> {
-    const SIZE: (u32, u32) = (1200, 480);
-    let mut svg = String::new();
-    {
-        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
-        let draw = || -> DrawResult<SVGBackend<'_>> {
-            let theme = ChartTheme::LIGHT;
-            root.fill(&theme.background)?;
-            let (left, right) = root.split_horizontally(SIZE.0 / 2);
-            draw_loss(&left, series, options, &theme)?;
-            draw_accuracy(&right, series, options, &theme)?;
-            root.present()
-        };
-        draw().map_err(|e| ChartError(e.to_string()))?;
-    }
-    Ok(svg)
+    side_by_side_svg((1200, 480), |left, right, theme| {
+        draw_loss(left, series, options, theme)?;
+        draw_accuracy(right, series, options, theme).map(|_| ())
+    })
 }
 
 #[cfg(test)]
