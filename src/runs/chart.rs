@@ -194,6 +194,15 @@ fn power_of_ten(exponent: f64) -> String {
     }
 }
 
+/// `points` of each run of each series.
+fn each_run(
+    series: &[Series],
+    points: impl Fn(&RunMetrics) -> Vec<(f64, f64)>,
+) -> Vec<Vec<Vec<(f64, f64)>>> {
+    let of_series = |s: &Series| s.runs.iter().map(|run| points(run)).collect();
+    series.iter().map(of_series).collect()
+}
+
 fn axis_name(axis: XAxis) -> &'static str {
     match axis {
         XAxis::Epoch => "epoch",
@@ -297,14 +306,7 @@ pub fn draw_loss<DB: DrawingBackend>(
         true => (loss > 0.0).then(|| loss.log10()).unwrap_or(f32::NAN),
         false => loss,
     };
-    let per_run: Vec<Vec<Vec<(f64, f64)>>> = series
-        .iter()
-        .map(|s| {
-            let runs = s.runs.iter();
-            runs.map(|run| interval_points(run, axis, |i| value(i.loss)))
-                .collect()
-        })
-        .collect();
+    let per_run = each_run(series, |run| interval_points(run, axis, |i| value(i.loss)));
     let curves: Vec<Curve> = per_run.iter().map(|runs| Curve::of(runs)).collect();
     let all: Vec<Vec<(f64, f64)>> = per_run.iter().flatten().cloned().collect();
     let ys = all.iter().flatten().map(|p| p.1);
@@ -370,18 +372,8 @@ pub fn draw_accuracy<DB: DrawingBackend>(
     theme: &ChartTheme,
 ) -> Drawn<DB> {
     let axis = options.x_axis;
-    let training: Vec<Vec<Vec<(f64, f64)>>> = series
-        .iter()
-        .map(|s| {
-            let runs = s.runs.iter();
-            runs.map(|run| interval_points(run, axis, |i| i.accuracy))
-                .collect()
-        })
-        .collect();
-    let test: Vec<Vec<Vec<(f64, f64)>>> = series
-        .iter()
-        .map(|s| s.runs.iter().map(|run| test_points(run, axis)).collect())
-        .collect();
+    let training = each_run(series, |run| interval_points(run, axis, |i| i.accuracy));
+    let test = each_run(series, |run| test_points(run, axis));
     let smoothing = options.smoothing();
     let training_curves: Vec<Curve> = training.iter().map(|runs| Curve::of(runs)).collect();
     let test_curves: Vec<Curve> = test.iter().map(|runs| Curve::of(runs)).collect();
