@@ -1,33 +1,13 @@
 //! What defines a run: the model, the optimizer and the numbers, with their defaults and
 //! bounds. Each setting's name, help and parser are `settings`'s table.
 
+mod choices;
 pub mod settings;
-
-use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// Which of the two classic MNIST CNNs to train.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum ModelKind {
-    /// conv(1,20,5)-pool-conv(20,50,5)-pool-fc(800,500)-fc(500,10): 431,080 parameters.
-    #[default]
-    Lenet,
-    /// conv(1,10,5)-pool-conv(10,20,5)-pool-fc(320,50)-fc(50,10): 21,840 parameters.
-    LenetSmall,
-}
-
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum OptimizerKind {
-    /// SGD with momentum, PyTorch semantics (no dampening).
-    #[default]
-    Sgd,
-    Adam,
-}
+pub use choices::{ModelKind, OptimizerKind, ScheduleKind, StepUnit, StopOn, Switch};
 
 /// Far past any learning rate that trains; still finite, so a divergence is reported as one.
 pub const MAX_LR: f64 = 1e6;
@@ -38,14 +18,24 @@ pub const MAX_EPOCHS: usize = 10_000;
 
 #[derive(Debug, Error, PartialEq)]
 pub enum ConfigError {
-    #[error("unknown model '{0}' (expected 'lenet' or 'lenet-small')")]
-    UnknownModel(String),
-    #[error("unknown optimizer '{0}' (expected 'sgd' or 'adam')")]
-    UnknownOptimizer(String),
+    #[error("unknown {name} '{value}' (expected {})", words(expected))]
+    Unknown {
+        name: &'static str,
+        value: String,
+        expected: &'static [&'static str],
+    },
     #[error("learning rate must be a positive number up to {MAX_LR}, got {0}")]
     LearningRate(f64),
     #[error("momentum must be at least 0 and below 1, got {0}")]
     Momentum(f64),
+    #[error("{name} must be {bounds}, got {value}")]
+    OutOfRange {
+        name: &'static str,
+        bounds: &'static str,
+        value: f64,
+    },
+    #[error("Nesterov momentum needs SGD with a momentum above 0")]
+    Nesterov,
     #[error("{0} must be at least 1")]
     Zero(&'static str),
     #[error("{name} must be at most {max}, got {value}")]
@@ -62,54 +52,21 @@ pub enum ConfigError {
     },
 }
 
-impl FromStr for ModelKind {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "lenet" => Ok(Self::Lenet),
-            "lenet-small" => Ok(Self::LenetSmall),
-            other => Err(ConfigError::UnknownModel(other.to_string())),
-        }
-    }
-}
-
-impl fmt::Display for ModelKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Lenet => "lenet",
-            Self::LenetSmall => "lenet-small",
-        })
-    }
-}
-
-impl FromStr for OptimizerKind {
-    type Err = ConfigError;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "sgd" => Ok(Self::Sgd),
-            "adam" => Ok(Self::Adam),
-            other => Err(ConfigError::UnknownOptimizer(other.to_string())),
-        }
-    }
-}
-
-impl fmt::Display for OptimizerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Sgd => "sgd",
-            Self::Adam => "adam",
-        })
-    }
-}
-
 /// Everything that defines a training run; the CLI flags and the page's form map onto it.
+/// Settings added later take their defaults when an older record or checkpoint lacks them.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct TrainConfig {
     pub model: ModelKind,
     pub optimizer: OptimizerKind,
+    /// The learning rate: where a schedule starts, and one-cycle's peak.
     pub lr: f64,
     /// Momentum of SGD; ignored by Adam.
     pub momentum: f64,
+    /// SGD's Nesterov momentum, as PyTorch's `nesterov=True`.
+    pub nesterov: bool,
+    /// L2 added to the gradient (SGD, Adam) or decoupled (AdamW), as PyTorch's `weight_decay`.
+    pub weight_decay: f64,
     pub batch_size: usize,
     pub epochs: usize,
     pub seed: u64,
@@ -119,6 +76,51 @@ pub struct TrainConfig {
     pub train_limit: Option<usize>,
     /// Use only the first N test samples.
     pub test_limit: Option<usize>,
+    pub schedule: ScheduleConfig,
+    pub early_stop: EarlyStopConfig,
+}
+
+/// How the learning rate moves over the run (src/train/schedule.rs has the formulas).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ScheduleConfig {
+    pub kind: ScheduleKind,
+    /// A step schedule's period, in `step_unit`s.
+    pub step_size: usize,
+    pub step_unit: StepUnit,
+    /// A step schedule's factor each period.
+    pub gamma: f64,
+    /// Cosine's last rate (PyTorch's `eta_min`).
+    pub min_lr: f64,
+    /// One-cycle's share of the run spent rising (PyTorch's `pct_start`).
+    pub warmup: f64,
+}
+
+impl Default for ScheduleConfig {
+    /// PyTorch's defaults: `StepLR`'s gamma, `CosineAnnealingLR`'s `eta_min`, `OneCycleLR`'s
+    /// `pct_start`.
+    fn default() -> Self {
+        Self {
+            kind: ScheduleKind::Constant,
+            step_size: 1,
+            step_unit: StepUnit::Epochs,
+            gamma: 0.1,
+            min_lr: 0.0,
+            warmup: 0.3,
+        }
+    }
+}
+
+/// Ending a run once the test set stops improving, as Keras's `EarlyStopping` with
+/// `restore_best_weights`: the model kept is the best epoch's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EarlyStopConfig {
+    /// Epochs without improvement before the run ends; none: never.
+    pub patience: Option<usize>,
+    /// How much better than the best an epoch must be to count as improving.
+    pub min_delta: f64,
+    pub on: StopOn,
 }
 
 impl Default for TrainConfig {
@@ -128,12 +130,16 @@ impl Default for TrainConfig {
             optimizer: OptimizerKind::Sgd,
             lr: 0.01,
             momentum: 0.9,
+            nesterov: false,
+            weight_decay: 0.0,
             batch_size: 64,
             epochs: 2,
             seed: 1,
             log_interval: 100,
             train_limit: None,
             test_limit: None,
+            schedule: ScheduleConfig::default(),
+            early_stop: EarlyStopConfig::default(),
         }
     }
 }
@@ -144,12 +150,18 @@ impl TrainConfig {
         if !(self.momentum.is_finite() && (0.0..1.0).contains(&self.momentum)) {
             return Err(ConfigError::Momentum(self.momentum));
         }
+        if self.nesterov && (self.optimizer != OptimizerKind::Sgd || self.momentum == 0.0) {
+            return Err(ConfigError::Nesterov);
+        }
+        self.check_ranges()?;
         let counts = [
             ("batch size", Some(self.batch_size)),
             ("epochs", Some(self.epochs)),
             ("log interval", Some(self.log_interval)),
             ("train limit", self.train_limit),
             ("test limit", self.test_limit),
+            ("step size", Some(self.schedule.step_size)),
+            ("patience", self.early_stop.patience),
         ];
         if let Some((name, _)) = counts.into_iter().find(|(_, value)| *value == Some(0)) {
             return Err(ConfigError::Zero(name));
@@ -157,11 +169,37 @@ impl TrainConfig {
         let maxima = [
             ("batch size", self.batch_size, MAX_BATCH_SIZE),
             ("epochs", self.epochs, MAX_EPOCHS),
+            ("patience", self.early_stop.patience.unwrap_or(0), MAX_EPOCHS),
         ];
         match maxima.into_iter().find(|(_, value, max)| value > max) {
             Some((name, value, max)) => Err(ConfigError::TooLarge { name, max, value }),
             None => Ok(()),
         }
+    }
+
+    /// The real-valued settings other than the learning rate and momentum, within their bounds.
+    fn check_ranges(&self) -> Result<(), ConfigError> {
+        let schedule = &self.schedule;
+        let ranges = [
+            ("weight decay", "from 0 to 1", self.weight_decay, 0.0..=1.0),
+            ("gamma", "above 0 and at most 1", schedule.gamma, f64::MIN_POSITIVE..=1.0),
+            ("minimum learning rate", "from 0 to the learning rate", schedule.min_lr, 0.0..=self.lr),
+            ("warm-up", "above 0 and below 1", schedule.warmup, 1e-9..=1.0 - 1e-9),
+            ("min delta", "from 0 to 1000", self.early_stop.min_delta, 0.0..=1000.0),
+        ];
+        match ranges.into_iter().find(|(_, _, value, range)| !range.contains(value)) {
+            Some((name, bounds, value, _)) => Err(ConfigError::OutOfRange { name, bounds, value }),
+            None => Ok(()),
+        }
+    }
+}
+
+/// "a, b or c".
+fn words(words: &[&str]) -> String {
+    match words.split_last() {
+        Some((last, [])) => last.to_string(),
+        Some((last, rest)) => format!("{} or {last}", rest.join(", ")),
+        None => String::new(),
     }
 }
 
@@ -239,13 +277,39 @@ mod tests {
     }
 
     #[test]
-    fn parses_names_used_by_cli_and_page() {
+    fn checks_the_schedule_regularisation_and_early_stopping_bounds() {
+        let check = |edit: fn(&mut TrainConfig)| {
+            let mut config = TrainConfig::default();
+            edit(&mut config);
+            config.validate().map_err(|e| e.to_string())
+        };
         assert_eq!(
-            "lenet-small".parse::<ModelKind>(),
-            Ok(ModelKind::LenetSmall)
+            check(|c| c.weight_decay = -0.1),
+            Err("weight decay must be from 0 to 1, got -0.1".into())
         );
-        assert_eq!("adam".parse::<OptimizerKind>(), Ok(OptimizerKind::Adam));
-        assert!("resnet".parse::<ModelKind>().is_err());
-        assert_eq!(ModelKind::LenetSmall.to_string(), "lenet-small");
+        assert!(check(|c| c.schedule.gamma = 0.0).is_err());
+        assert!(check(|c| c.schedule.warmup = 1.0).is_err());
+        assert!(check(|c| c.schedule.min_lr = 0.5).is_err());
+        assert!(check(|c| c.schedule.step_size = 0).is_err());
+        assert!(check(|c| c.early_stop.patience = Some(0)).is_err());
+        assert!(check(|c| c.early_stop.min_delta = f64::NAN).is_err());
+        assert_eq!(
+            check(|c| {
+                c.nesterov = true;
+                c.momentum = 0.0;
+            }),
+            Err("Nesterov momentum needs SGD with a momentum above 0".into())
+        );
+        assert_eq!(check(|c| c.nesterov = true), Ok(()));
+    }
+
+    #[test]
+    fn an_older_record_without_the_later_settings_reads_with_their_defaults() {
+        let json = r#"{"model":"lenet","optimizer":"adam","lr":0.001,"momentum":0.9,
+            "batch_size":64,"epochs":2,"seed":1,"log_interval":100,"train_limit":null,
+            "test_limit":null}"#;
+        let config: TrainConfig = serde_json::from_str(json).unwrap();
+        assert_eq!(config.schedule, ScheduleConfig::default());
+        assert_eq!((config.optimizer, config.weight_decay), (OptimizerKind::Adam, 0.0));
     }
 }

@@ -3,7 +3,7 @@
 
 use std::str::FromStr;
 
-use crate::config::{ConfigError, TrainConfig};
+use crate::config::{ConfigError, Switch, TrainConfig};
 
 /// Parses a number setting, naming the setting when the text is not a number.
 fn number<T: FromStr>(
@@ -35,6 +35,9 @@ pub struct Setting {
     pub name: &'static str,
     /// What the CLI's help says of it.
     pub help: &'static str,
+    /// Whether links and the native command carry it when it is at its default: the settings
+    /// every run names do; the schedule's, regularisation's and early stopping's only when set.
+    pub always_written: bool,
     get: fn(&TrainConfig) -> String,
     set: fn(&mut TrainConfig, &str) -> Result<(), ConfigError>,
 }
@@ -55,6 +58,12 @@ impl Setting {
         self.text(&TrainConfig::default())
     }
 
+    /// Whether a link or command for `config` names this setting.
+    pub fn written(&self, config: &TrainConfig) -> bool {
+        let text = self.text(config);
+        !text.is_empty() && (self.always_written || text != self.default_text())
+    }
+
     /// Parses `value` into `config`; the bounds are [`TrainConfig::validate`]'s.
     pub fn parse_into(&self, config: &mut TrainConfig, value: &str) -> Result<(), ConfigError> {
         (self.set)(config, value)
@@ -64,9 +73,10 @@ impl Setting {
 const COUNT: &str = "a whole number";
 
 /// Every setting of [`TrainConfig`], in the order the CLI's help and the page's form show them.
-pub static SETTINGS: [Setting; 10] = [
+pub static SETTINGS: [Setting; 21] = [
     Setting {
         name: "model",
+        always_written: true,
         help: "lenet or lenet-small",
         get: |c| c.model.to_string(),
         set: |c, v| {
@@ -76,7 +86,8 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "optimizer",
-        help: "sgd (with momentum) or adam",
+        always_written: true,
+        help: "sgd (with momentum), adam or adamw",
         get: |c| c.optimizer.to_string(),
         set: |c, v| {
             c.optimizer = v.parse()?;
@@ -85,6 +96,7 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "lr",
+        always_written: true,
         help: "Learning rate",
         get: |c| c.lr.to_string(),
         set: |c, v| {
@@ -94,6 +106,7 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "momentum",
+        always_written: true,
         help: "SGD's momentum (Adam ignores it)",
         get: |c| c.momentum.to_string(),
         set: |c, v| {
@@ -102,7 +115,28 @@ pub static SETTINGS: [Setting; 10] = [
         },
     },
     Setting {
+        name: "nesterov",
+        always_written: false,
+        help: "SGD's Nesterov momentum: on or off",
+        get: |c| Switch::from(c.nesterov).to_string(),
+        set: |c, v| {
+            c.nesterov = v.parse::<Switch>()?.into();
+            Ok(())
+        },
+    },
+    Setting {
+        name: "weight_decay",
+        always_written: false,
+        help: "Weight decay: L2 in the gradient (sgd, adam) or decoupled (adamw)",
+        get: |c| c.weight_decay.to_string(),
+        set: |c, v| {
+            c.weight_decay = number("weight decay", "a number", v)?;
+            Ok(())
+        },
+    },
+    Setting {
         name: "batch_size",
+        always_written: true,
         help: "Training images per step",
         get: |c| c.batch_size.to_string(),
         set: |c, v| {
@@ -112,6 +146,7 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "epochs",
+        always_written: true,
         help: "Passes over the training images (with --resume: the checkpoint's, or more)",
         get: |c| c.epochs.to_string(),
         set: |c, v| {
@@ -121,6 +156,7 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "seed",
+        always_written: true,
         help: "Seeds the initial weights and each epoch's shuffle",
         get: |c| c.seed.to_string(),
         set: |c, v| {
@@ -130,6 +166,7 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "log_interval",
+        always_written: true,
         help: "Print the training loss every this many batches",
         get: |c| c.log_interval.to_string(),
         set: |c, v| {
@@ -139,6 +176,7 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "train_limit",
+        always_written: true,
         help: "Train on the first N training images only [default: all]",
         get: |c| limit_text(c.train_limit),
         set: |c, v| {
@@ -148,10 +186,101 @@ pub static SETTINGS: [Setting; 10] = [
     },
     Setting {
         name: "test_limit",
+        always_written: true,
         help: "Test on the first N test images only [default: all]",
         get: |c| limit_text(c.test_limit),
         set: |c, v| {
             c.test_limit = limit("test limit", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "schedule",
+        always_written: false,
+        help: "The learning rate's schedule: constant, step, cosine or onecycle",
+        get: |c| c.schedule.kind.to_string(),
+        set: |c, v| {
+            c.schedule.kind = v.parse()?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "step_size",
+        always_written: false,
+        help: "A step schedule multiplies the rate by gamma every this many step units",
+        get: |c| c.schedule.step_size.to_string(),
+        set: |c, v| {
+            c.schedule.step_size = number("step size", COUNT, v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "step_unit",
+        always_written: false,
+        help: "What a step schedule's step size counts: epochs or steps",
+        get: |c| c.schedule.step_unit.to_string(),
+        set: |c, v| {
+            c.schedule.step_unit = v.parse()?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "gamma",
+        always_written: false,
+        help: "A step schedule's factor",
+        get: |c| c.schedule.gamma.to_string(),
+        set: |c, v| {
+            c.schedule.gamma = number("gamma", "a number", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "min_lr",
+        always_written: false,
+        help: "The cosine schedule's last learning rate",
+        get: |c| c.schedule.min_lr.to_string(),
+        set: |c, v| {
+            c.schedule.min_lr = number("minimum learning rate", "a number", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "warmup",
+        always_written: false,
+        help: "The one-cycle schedule's share of the run spent rising to the learning rate",
+        get: |c| c.schedule.warmup.to_string(),
+        set: |c, v| {
+            c.schedule.warmup = number("warm-up", "a number", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "patience",
+        always_written: false,
+        help: "Stop after this many epochs without improvement, keeping the best epoch's model [default: never]",
+        get: |c| limit_text(c.early_stop.patience),
+        set: |c, v| {
+            c.early_stop.patience = limit("patience", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "min_delta",
+        always_written: false,
+        help: "How much an epoch must improve on the best to count",
+        get: |c| c.early_stop.min_delta.to_string(),
+        set: |c, v| {
+            c.early_stop.min_delta = number("min delta", "a number", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "stop_on",
+        always_written: false,
+        help: "What early stopping watches: the test loss or accuracy",
+        get: |c| c.early_stop.on.to_string(),
+        set: |c, v| {
+            c.early_stop.on = v.parse()?;
             Ok(())
         },
     },
@@ -193,15 +322,18 @@ impl TrainConfig {
         SETTINGS.iter().map(|s| (s.name, s.text(self))).collect()
     }
 
+    /// The settings a link names ([`Setting::written`]), as (name, text).
+    pub fn written_pairs(&self) -> Vec<(&'static str, String)> {
+        let written = SETTINGS.iter().filter(|s| s.written(self));
+        written.map(|s| (s.name, s.text(self))).collect()
+    }
+
     /// The CLI's command that trains this run natively on `backend` ("auto", "gpu", "cpu"):
-    /// every setting that has a value, as its flag.
+    /// each setting a link names ([`Setting::written`]), as its flag.
     pub fn command_line(&self, backend: &str) -> String {
         let mut words = vec!["webtrain".to_string(), "train".to_string()];
-        for setting in &SETTINGS {
-            let value = setting.text(self);
-            if !value.is_empty() {
-                words.extend([format!("--{}", setting.dashed()), value]);
-            }
+        for setting in SETTINGS.iter().filter(|s| s.written(self)) {
+            words.extend([format!("--{}", setting.dashed()), setting.text(self)]);
         }
         words.extend(["--backend".to_string(), backend.to_string()]);
         words.join(" ")
@@ -241,6 +373,26 @@ mod tests {
              --batch-size 64 --epochs 2 --seed 1 --log-interval 100 --train-limit 3840 \
              --backend cpu"
         );
+    }
+
+    #[test]
+    fn the_later_settings_are_written_only_when_set() {
+        let config = TrainConfig::from_pairs([
+            ("schedule", "onecycle"),
+            ("weight_decay", "0.0005"),
+            ("nesterov", "on"),
+            ("patience", "2"),
+        ])
+        .unwrap();
+        assert_eq!(
+            config.command_line("cpu"),
+            "webtrain train --model lenet --optimizer sgd --lr 0.01 --momentum 0.9 \
+             --nesterov on --weight-decay 0.0005 --batch-size 64 --epochs 2 --seed 1 \
+             --log-interval 100 --schedule onecycle --patience 2 --backend cpu"
+        );
+        let pairs = config.written_pairs();
+        let again = TrainConfig::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
+        assert_eq!(again, config);
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::MnistSplit;
 use crate::data::batcher::{MnistBatch, MnistBatcher, epoch_order};
 use crate::model::{NetConfig, relu};
-use crate::train::optimizer::Optimizer;
+use crate::train::optimizer::{Optimizer, Rates};
 use crate::train::step::{LossConstants, cross_entropy};
 
 /// One phase or op: the median of its timings.
@@ -110,7 +110,7 @@ fn step_phases(config: &TrainConfig, split: &MnistSplit, repeats: usize) -> Vec<
         lap(1);
         let grads = GradientsParams::from_grads(loss.backward.backward(), &net);
         lap(2);
-        net = optimizer.step(config.lr, net, grads);
+        net = optimizer.step(Rates::of(config), net, grads);
         lap(3);
     }
     let names = [

@@ -17,6 +17,9 @@ pub struct LossPoint {
     pub epoch: usize,
     #[serde(with = "crate::json_float")]
     pub loss: f32,
+    /// The learning rate of that step; 0 in records from before rates were kept.
+    #[serde(default)]
+    pub lr: f64,
 }
 
 /// The learning rate changed while the run went, from `step` on.
@@ -87,6 +90,7 @@ impl RunMetrics {
                         step: step.step,
                         epoch: step.epoch,
                         loss,
+                        lr: step.lr,
                     });
                 }
             }
@@ -180,6 +184,7 @@ mod tests {
                 step,
                 epoch: 1 + step / 1000,
                 loss: 1.0 / step as f32,
+                lr: 0.01,
             });
             metrics.thin(1000);
             assert!(metrics.losses.len() <= 1000);
@@ -209,6 +214,7 @@ mod tests {
                 loss,
                 samples_per_sec: 100.0,
                 training_secs: 0.64 * step as f64,
+                lr: 0.01,
             })
         };
         metrics.record(&step(1, Some(2.3)));
@@ -229,7 +235,8 @@ mod tests {
             vec![LossPoint {
                 step: 1,
                 epoch: 1,
-                loss: 2.3
+                loss: 2.3,
+                lr: 0.01,
             }]
         );
         assert_eq!(metrics.total_steps, 20);

@@ -129,7 +129,7 @@ fn settings_link(config: &TrainConfig, choice: EngineChoice) -> Option<String> {
     if let Some(token) = token() {
         params.append("token", &token);
     }
-    for (name, value) in config.pairs() {
+    for (name, value) in config.written_pairs() {
         params.append(name, &value);
     }
     params.append("backend", &choice.to_string());

@@ -31,6 +31,8 @@ pub struct StepReport {
     pub samples_per_sec: f64,
     /// Training time so far, in seconds: evaluation and pauses excluded.
     pub training_secs: f64,
+    /// The learning rate this step was taken with, as its schedule set it.
+    pub lr: f64,
 }
 
 /// The test set evaluated after an epoch.
@@ -205,6 +207,7 @@ mod tests {
             loss: Some(0.123456),
             samples_per_sec: 1000.0,
             training_secs: 6.4,
+            lr: 0.01,
         };
         assert_eq!(
             step.log_line().unwrap(),

@@ -5,6 +5,7 @@ mod control;
 mod events;
 pub mod interval;
 pub mod optimizer;
+pub mod schedule;
 pub mod step;
 
 use std::sync::Arc;
@@ -230,10 +231,11 @@ async fn run_on(
         let order = epoch_order(epoch_len, config.seed, epoch);
         let first = position.batch;
         for (batch, indices) in order.chunks(config.batch_size).enumerate().skip(first) {
-            if !control
-                .between_steps(position.step + 1, &mut config.lr, on_event)
-                .await
-            {
+            // A rate asked for from outside scales the schedule from this step on.
+            let scheduled = schedule::rates(&config, position.step, batches_per_epoch).lr;
+            let mut asked = scheduled;
+            let proceed = control.between_steps(position.step + 1, &mut asked, on_event);
+            if !proceed.await {
                 meter.end_open();
                 for interval in meter.read(None).await?.1 {
                     on_event(TrainEvent::Interval(interval));
@@ -250,6 +252,10 @@ async fn run_on(
                     outcome: Outcome::Stopped,
                 });
             }
+            if asked != scheduled {
+                schedule::rescale(&mut config, asked, scheduled);
+            }
+            let rates = schedule::rates(&config, position.step, batches_per_epoch);
             let started = Instant::now();
             // Reading the loss waits for the device: only every log interval, so the queue stays
             // full, and at the end of an epoch, so that the epoch's training time holds all its
@@ -259,7 +265,7 @@ async fn run_on(
             // The weights this loss is computed with: kept if it is finite.
             let weights = checked.then(|| model.clone());
             let stats;
-            (model, stats) = stepper.step(model, &mut optim, config.lr, indices);
+            (model, stats) = stepper.step(model, &mut optim, rates, indices);
             position.step += 1;
             position.batch = batch + 1;
             let at_step = training_time + started.elapsed();
@@ -276,7 +282,7 @@ async fn run_on(
                 on_event(TrainEvent::Diverged(Divergence {
                     epoch,
                     step: position.step,
-                    lr: config.lr,
+                    lr: rates.lr,
                     loss,
                 }));
                 return Ok(Trained {
@@ -298,6 +304,7 @@ async fn run_on(
                 loss: read.filter(|_| logged),
                 samples_per_sec: rate(position.trained_samples, so_far),
                 training_secs: so_far.as_secs_f64(),
+                lr: rates.lr,
             }));
             intervals.for_each(&mut *on_event);
             platform::yield_now().await;

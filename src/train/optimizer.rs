@@ -1,5 +1,5 @@
-//! SGD with momentum and Adam as PyTorch computes them, with their state in the open, by
-//! parameter name. burn's optimizers keep their state private and read it back only
+//! SGD with momentum (Nesterov's too), Adam and AdamW as PyTorch computes them, weight decay
+//! included, with their state in the open, by parameter name. burn's optimizers keep their state private and read it back only
 //! synchronously, which WebGPU cannot do; a checkpoint taken while training on a GPU has to read
 //! it.
 
@@ -9,11 +9,11 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
-use crate::config::{OptimizerKind, TrainConfig};
+use crate::config::{OptimizerKind, ScheduleKind, TrainConfig};
 use crate::model::channels_last_memory;
 
 /// PyTorch's Adam defaults.
-const ADAM_BETAS: (f64, f64) = (0.9, 0.999);
+pub const ADAM_BETAS: (f64, f64) = (0.9, 0.999);
 const ADAM_EPSILON: f64 = 1e-8;
 
 /// What the optimizer keeps for one parameter: SGD's momentum buffer, or Adam's first and second
@@ -47,10 +47,32 @@ pub fn flat_buffer(buffer: &Tensor<STATE_RANK>) -> Tensor<1> {
     buffer.clone().reshape([buffer.shape().num_elements()])
 }
 
+/// What one step's update uses that a schedule may move.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Rates {
+    pub lr: f64,
+    /// SGD's momentum, or Adam's β1: one-cycle moves it against the learning rate.
+    pub momentum: f64,
+}
+
+impl Rates {
+    /// The rates `config` sets, before any schedule.
+    pub fn of(config: &TrainConfig) -> Self {
+        Self {
+            lr: config.lr,
+            momentum: match config.optimizer {
+                OptimizerKind::Sgd => config.momentum,
+                OptimizerKind::Adam | OptimizerKind::Adamw => ADAM_BETAS.0,
+            },
+        }
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Optimizer {
     kind: OptimizerKind,
-    momentum: f64,
+    nesterov: bool,
+    weight_decay: f64,
     /// Steps taken: Adam's bias corrections depend on it.
     pub steps: u64,
     /// By parameter path, e.g. `fc1.weight`; empty before the first step.
@@ -61,7 +83,8 @@ impl Optimizer {
     pub fn new(config: &TrainConfig) -> Self {
         Self {
             kind: config.optimizer,
-            momentum: config.momentum,
+            nesterov: config.nesterov,
+            weight_decay: config.weight_decay,
             steps: 0,
             state: BTreeMap::new(),
         }
@@ -69,20 +92,22 @@ impl Optimizer {
 
     /// How many state tensors each parameter has once a step is taken.
     pub fn buffers_per_param(config: &TrainConfig) -> usize {
+        // One-cycle moves SGD's momentum between 0.85 and 0.95, whatever the setting.
+        let cycled = config.schedule.kind == ScheduleKind::Onecycle;
         match config.optimizer {
-            OptimizerKind::Sgd if config.momentum == 0.0 => 0,
+            OptimizerKind::Sgd if config.momentum == 0.0 && !cycled => 0,
             OptimizerKind::Sgd => 1,
-            OptimizerKind::Adam => 2,
+            OptimizerKind::Adam | OptimizerKind::Adamw => 2,
         }
     }
 
     /// One step of every parameter of `module` that has a gradient in `grads`.
-    pub fn step<M: Module>(&mut self, lr: f64, module: M, mut grads: GradientsParams) -> M {
+    pub fn step<M: Module>(&mut self, rates: Rates, module: M, mut grads: GradientsParams) -> M {
         self.steps += 1;
         module.map(&mut StepMapper {
             optimizer: self,
             grads: &mut grads,
-            lr,
+            rates,
             path: Vec::new(),
         })
     }
@@ -93,29 +118,43 @@ impl Optimizer {
         name: String,
         weight: Tensor<D>,
         grad: Tensor<D>,
-        lr: f64,
+        Rates { lr, momentum }: Rates,
     ) -> Tensor<D> {
         let shape = weight.shape();
         let previous = self.state.remove(&name);
         let unpad = |buffer: &Tensor<STATE_RANK>| buffer.clone().reshape(shape.clone());
+        let decay = self.weight_decay;
+        // PyTorch's L2 weight decay is part of the gradient; AdamW's shrinks the weight apart.
+        let (weight, grad) = match self.kind {
+            _ if decay == 0.0 => (weight, grad),
+            OptimizerKind::Adamw => (weight.mul_scalar(1.0 - lr * decay), grad),
+            OptimizerKind::Sgd | OptimizerKind::Adam => {
+                let grad = grad.add(weight.clone().mul_scalar(decay));
+                (weight, grad)
+            }
+        };
         // Buffers start as zeros laid out as their weight is, so that fusion writes the update
         // in that layout: it lays an output out as most of its inputs' bytes are.
         let zeros = || channels_last_memory(grad.zeros_like());
         let (delta, state) = match self.kind {
-            OptimizerKind::Sgd if self.momentum == 0.0 => (grad.mul_scalar(lr), Vec::new()),
+            OptimizerKind::Sgd if momentum == 0.0 => (grad.mul_scalar(lr), Vec::new()),
             // PyTorch: the buffer starts as the first gradient, then b = μ·b + g (no dampening);
-            // μ·0 + g is that first gradient.
+            // μ·0 + g is that first gradient. Nesterov steps along g + μ·b.
             OptimizerKind::Sgd => {
                 let velocity = match previous.as_deref() {
                     Some([velocity]) => unpad(velocity),
                     _ => zeros(),
                 };
-                let velocity = velocity.mul_scalar(self.momentum).add(grad);
-                (velocity.clone().mul_scalar(lr), vec![velocity])
+                let velocity = velocity.mul_scalar(momentum).add(grad.clone());
+                let direction = match self.nesterov {
+                    true => grad.add(velocity.clone().mul_scalar(momentum)),
+                    false => velocity.clone(),
+                };
+                (direction.mul_scalar(lr), vec![velocity])
             }
             // PyTorch: w -= lr/(1-β1^t) · m / (√v/√(1-β2^t) + ε).
-            OptimizerKind::Adam => {
-                let (beta1, beta2) = ADAM_BETAS;
+            OptimizerKind::Adam | OptimizerKind::Adamw => {
+                let (beta1, beta2) = (momentum, ADAM_BETAS.1);
                 let (m, v) = match previous.as_deref() {
                     Some([m, v]) => (unpad(m), unpad(v)),
                     _ => (zeros(), zeros()),
@@ -155,7 +194,7 @@ impl Optimizer {
 struct StepMapper<'a> {
     optimizer: &'a mut Optimizer,
     grads: &'a mut GradientsParams,
-    lr: f64,
+    rates: Rates,
     path: Vec<String>,
 }
 
@@ -176,7 +215,7 @@ impl ModuleMapper for StepMapper<'_> {
         let require_grad = tensor.is_require_grad();
         let weight = self
             .optimizer
-            .update(self.path.join("."), tensor.inner(), grad, self.lr);
+            .update(self.path.join("."), tensor.inner(), grad, self.rates);
         let mut tensor = Tensor::from_inner(weight);
         if require_grad {
             tensor = tensor.require_grad();
@@ -209,7 +248,7 @@ mod tests {
         for x in [[1.0, 2.0], [3.0, -1.0]] {
             let loss = (tiny.weight.val() * tensor(x)).sum();
             let grads = GradientsParams::from_grads(loss.backward(), &tiny);
-            tiny = optim.step(config.lr, tiny, grads);
+            tiny = optim.step(Rates::of(config), tiny, grads);
         }
         let weight = tiny.weight.val().into_data().try_to_vec::<f32>().unwrap();
         (weight, optim)

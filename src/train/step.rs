@@ -10,7 +10,7 @@ use crate::data::batcher::{MnistBatch, MnistBatcher};
 use crate::data::resident::ResidentSplit;
 use crate::model::CLASSES;
 use crate::model::{Net, channels_last_memory};
-use crate::train::optimizer::Optimizer;
+use crate::train::optimizer::{Optimizer, Rates};
 
 /// Takes training steps on one device, on samples of one split: the batch built there,
 /// cross-entropy, its gradients, the optimizer's update.
@@ -73,13 +73,13 @@ impl<'a> Stepper<'a> {
     }
 
     /// One step of `model` (from [`Self::trainable`]) on the samples at `indices` (each below
-    /// the length the stepper was made with) with learning rate `lr`: the updated model, and
+    /// the length the stepper was made with) at `rates`: the updated model, and
     /// the batch's figures before the update, left on the device.
     pub fn step(
         &self,
         model: Net,
         optimizer: &mut Optimizer,
-        lr: f64,
+        rates: Rates,
         indices: &[usize],
     ) -> (Net, StepStats) {
         let MnistBatch { images, targets } = match &self.resident {
@@ -88,7 +88,7 @@ impl<'a> Stepper<'a> {
         };
         let loss = cross_entropy(model.forward(images), targets, &self.loss);
         let grads = GradientsParams::from_grads(loss.backward.backward(), &model);
-        let model = optimizer.step(lr, model, grads);
+        let model = optimizer.step(rates, model, grads);
         (model, loss.stats)
     }
 }

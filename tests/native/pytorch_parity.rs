@@ -3,13 +3,14 @@
 
 use crate::common;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use burn::prelude::*;
 use serde::Deserialize;
-use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
+use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::device::{BackendChoice, BackendKind, select_device};
-use webtrain::train::optimizer::Optimizer;
+use webtrain::train::optimizer::{Optimizer, Rates};
 use webtrain::train::step::Stepper;
 use webtrain::weights::from_safetensors;
 
@@ -21,18 +22,13 @@ struct Fixture {
     runs: Runs,
 }
 
-#[derive(Deserialize)]
-struct Runs {
-    sgd: Run,
-    adam: Run,
-}
+type Runs = BTreeMap<String, Run>;
 
 /// PyTorch's losses of one run, before each step's update.
 #[derive(Deserialize)]
 struct Run {
-    lr: f64,
-    #[serde(default)]
-    momentum: f64,
+    /// As links write them.
+    settings: BTreeMap<String, String>,
     losses: Vec<f32>,
     /// The same in float64: how far float32's rounding alone takes PyTorch.
     losses_float64: Vec<f64>,
@@ -48,16 +44,12 @@ fn fixture() -> Fixture {
 }
 
 /// Our loss at each of the fixture's steps, from PyTorch's initial weights.
-fn our_losses(fixture: &Fixture, run: &Run, optimizer: OptimizerKind, device: &Device) -> Vec<f32> {
+fn our_losses(fixture: &Fixture, run: &Run, device: &Device) -> Vec<f32> {
     let data = common::mnist();
     let weights = std::fs::read(fixtures().join("pytorch_lenet_init.safetensors")).unwrap();
     let init = from_safetensors(weights, ModelKind::Lenet, device).unwrap();
-    let config = TrainConfig {
-        optimizer,
-        lr: run.lr,
-        momentum: run.momentum,
-        ..TrainConfig::default()
-    };
+    let settings = run.settings.iter().map(|(k, v)| (k.as_str(), v.as_str()));
+    let config = TrainConfig::from_pairs(settings).unwrap();
     let mut optim = Optimizer::new(&config);
     let stepper = Stepper::new(device, &data.train, data.train.len());
     let mut model = stepper.trainable(init);
@@ -66,7 +58,7 @@ fn our_losses(fixture: &Fixture, run: &Run, optimizer: OptimizerKind, device: &D
     let mut losses = Vec::new();
     for indices in steps {
         let stats;
-        (model, stats) = stepper.step(model, &mut optim, run.lr, indices);
+        (model, stats) = stepper.step(model, &mut optim, Rates::of(&config), indices);
         losses.push(stats.loss().into_scalar::<f32>());
     }
     losses
@@ -98,17 +90,14 @@ fn largest(steps: usize, difference: impl Fn(usize) -> f64) -> (f64, usize) {
 /// float64 one; in the first steps, where the two agree to 10⁻⁷, that is PyTorch's loss itself.
 /// The first [`EARLY_STEPS`] are held to [`EARLY_TOLERANCE`] whatever the run: there every
 /// backend has agreed with PyTorch to ~10⁻⁶.
-fn check(optimizer: OptimizerKind, backend: BackendChoice, tolerance: f64) {
+fn check(name: &str, backend: BackendChoice, tolerance: f64) {
     let selected = pollster::block_on(select_device(backend)).expect("a device");
     if backend == BackendChoice::Gpu {
         assert_eq!(selected.kind, BackendKind::Gpu, "{}", selected.reason);
     }
     let fixture = fixture();
-    let run = match optimizer {
-        OptimizerKind::Sgd => &fixture.runs.sgd,
-        OptimizerKind::Adam => &fixture.runs.adam,
-    };
-    let ours: Vec<f64> = our_losses(&fixture, run, optimizer, &selected.device)
+    let run = &fixture.runs[name];
+    let ours: Vec<f64> = our_losses(&fixture, run, &selected.device)
         .into_iter()
         .map(f64::from)
         .collect();
@@ -122,7 +111,7 @@ fn check(optimizer: OptimizerKind, backend: BackendChoice, tolerance: f64) {
     let (difference, step) = largest(steps, nearer);
     let (early, early_step) = largest(EARLY_STEPS, nearer);
     println!(
-        "{optimizer} on {}: largest relative difference from PyTorch's float32 losses {:.1e} \
+        "{name} on {}: largest relative difference from PyTorch's float32 losses {:.1e} \
          (step {}), from its float64 ones {:.1e} (step {}); PyTorch float32 against float64 \
          {:.1e} (step {}); from the nearer of the two {difference:.1e} (step {step})",
         selected.adapter,
@@ -135,12 +124,12 @@ fn check(optimizer: OptimizerKind, backend: BackendChoice, tolerance: f64) {
     );
     assert!(
         early <= EARLY_TOLERANCE,
-        "{optimizer} on {backend:?} parts from PyTorch at step {early_step}: relative \
+        "{name} on {backend:?} parts from PyTorch at step {early_step}: relative \
          difference {early:.2e} > {EARLY_TOLERANCE:.0e}\nours:    {ours:?}\npytorch: {float32:?}",
     );
     assert!(
         difference <= tolerance,
-        "{optimizer} on {backend:?} parts from PyTorch at step {step}: relative difference \
+        "{name} on {backend:?} parts from PyTorch at step {step}: relative difference \
          {difference:.2e} > {tolerance:.0e}\nours:    {ours:?}\npytorch: {float32:?}",
     );
     assert!(ours[steps - 1] < ours[0] * 0.5, "the run learns: {ours:?}");
@@ -148,17 +137,34 @@ fn check(optimizer: OptimizerKind, backend: BackendChoice, tolerance: f64) {
 
 #[test]
 fn sgd_on_cpu_gives_pytorchs_losses() {
-    check(OptimizerKind::Sgd, BackendChoice::Cpu, 1e-4);
+    check("sgd", BackendChoice::Cpu, 1e-4);
 }
 
 #[test]
 fn adam_on_cpu_gives_pytorchs_losses() {
-    check(OptimizerKind::Adam, BackendChoice::Cpu, 1e-4);
+    check("adam", BackendChoice::Cpu, 1e-4);
+}
+
+/// Nesterov's momentum with weight decay in the gradient, as `SGD(nesterov=True, weight_decay=…)`.
+#[test]
+fn sgd_nesterov_with_weight_decay_on_cpu_gives_pytorchs_losses() {
+    check("sgd_nesterov_decay", BackendChoice::Cpu, 1e-4);
+}
+
+#[test]
+fn adam_with_weight_decay_on_cpu_gives_pytorchs_losses() {
+    check("adam_decay", BackendChoice::Cpu, 1e-4);
+}
+
+/// Decoupled weight decay, as `AdamW`.
+#[test]
+fn adamw_on_cpu_gives_pytorchs_losses() {
+    check("adamw", BackendChoice::Cpu, 1e-4);
 }
 
 #[test]
 fn sgd_on_wgpu_gives_pytorchs_losses() {
-    check(OptimizerKind::Sgd, BackendChoice::Gpu, 1e-3);
+    check("sgd", BackendChoice::Gpu, 1e-3);
 }
 
 /// 5·10⁻³, not 10⁻³: on 2026-12-03's machine (lavapipe, autotune picking the im2col weight and
@@ -167,5 +173,5 @@ fn sgd_on_wgpu_gives_pytorchs_losses() {
 /// float64 runs agree to 5.4·10⁻⁷), so it is an open question (docs/training-quality.md).
 #[test]
 fn adam_on_wgpu_gives_pytorchs_losses() {
-    check(OptimizerKind::Adam, BackendChoice::Gpu, 5e-3);
+    check("adam", BackendChoice::Gpu, 5e-3);
 }

@@ -19,7 +19,7 @@ fn config(optimizer: OptimizerKind) -> TrainConfig {
         optimizer,
         lr: match optimizer {
             OptimizerKind::Sgd => 0.05,
-            OptimizerKind::Adam => 0.002,
+            OptimizerKind::Adam | OptimizerKind::Adamw => 0.002,
         },
         epochs: 2,
         log_interval: 3,
@@ -29,10 +29,38 @@ fn config(optimizer: OptimizerKind) -> TrainConfig {
     }
 }
 
-/// What a run reported: (step, loss bits), epoch reports, checkpoints.
+/// The runs resumed: each optimizer, and schedules (one-cycle moves momentum too) with weight
+/// decay and Nesterov's momentum.
+fn resumed_configs() -> Vec<TrainConfig> {
+    let scheduled = |optimizer, pairs: &[(&str, &str)]| {
+        let mut config = config(optimizer);
+        for (name, value) in pairs {
+            config.set(name, value).unwrap();
+        }
+        config.validate().unwrap();
+        config
+    };
+    vec![
+        config(OptimizerKind::Sgd),
+        config(OptimizerKind::Adam),
+        scheduled(
+            OptimizerKind::Sgd,
+            &[("schedule", "onecycle"), ("nesterov", "on"), ("weight_decay", "0.001")],
+        ),
+        scheduled(
+            OptimizerKind::Adamw,
+            &[("schedule", "step"), ("step_size", "4"), ("step_unit", "steps"), ("weight_decay", "0.01")],
+        ),
+        scheduled(OptimizerKind::Adam, &[("schedule", "cosine"), ("min_lr", "0.0001")]),
+    ]
+}
+
+/// What a run reported: (step, loss bits), each step's learning rate, epoch reports,
+/// checkpoints.
 #[derive(Default)]
 struct Record {
     losses: Vec<(usize, u32)>,
+    rates: Vec<(usize, u64)>,
     epochs: Vec<EpochReport>,
     checkpoints: Vec<Arc<Checkpoint>>,
 }
@@ -40,9 +68,11 @@ struct Record {
 impl Record {
     fn event(&mut self, event: TrainEvent) {
         match event {
-            TrainEvent::Step(step) => self
-                .losses
-                .extend(step.loss.map(|loss| (step.step, loss.to_bits()))),
+            TrainEvent::Step(step) => {
+                self.rates.push((step.step, step.lr.to_bits()));
+                self.losses
+                    .extend(step.loss.map(|loss| (step.step, loss.to_bits())));
+            }
             TrainEvent::Epoch(report) => self.epochs.push(report),
             TrainEvent::Checkpoint(checkpoint) => self.checkpoints.push(checkpoint),
             _ => {}
@@ -78,8 +108,8 @@ fn resumed_run(checkpoint: &Checkpoint) -> Result<(Record, Trained), TrainError>
 
 #[test]
 fn a_run_resumed_from_a_saved_checkpoint_repeats_the_losses_bit_for_bit() {
-    for optimizer in [OptimizerKind::Sgd, OptimizerKind::Adam] {
-        let config = config(optimizer);
+    for config in resumed_configs() {
+        let optimizer = format!("{} {}", config.optimizer, config.schedule.kind);
         let full = full_run(&config);
         // After batches 0, 3 and 6 of each epoch, and after each epoch's evaluation.
         let steps: Vec<usize> = full.checkpoints.iter().map(|c| c.position.step).collect();
@@ -94,6 +124,8 @@ fn a_run_resumed_from_a_saved_checkpoint_repeats_the_losses_bit_for_bit() {
             let expected: Vec<_> = full.losses.iter().filter(|(s, _)| *s > step).collect();
             let found: Vec<_> = resumed.losses.iter().collect();
             assert_eq!(found, expected, "{optimizer}, resumed at step {step}");
+            let rates: Vec<_> = full.rates.iter().filter(|(s, _)| *s > step).collect();
+            assert_eq!(resumed.rates.iter().collect::<Vec<_>>(), rates, "{optimizer}");
             let epoch = checkpoint.position.epoch;
             assert_eq!(
                 resumed.epochs,
