@@ -11,7 +11,7 @@ use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::model::NetConfig;
 use crate::train::checkpoint::Position;
-use crate::train::{Outcome, TrainControl, TrainEvent, resume, train_from};
+use crate::train::{Outcome, TrainControl, TrainEvent, kept_line, resume, train_from};
 
 use super::error::INTERRUPTED_EXIT;
 use super::run_folder::{CHECKPOINT, CheckpointWrites, RunFolder, save_results};
@@ -123,6 +123,7 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
                  {resumed_at_step}"
             )),
             TrainEvent::Diverged(divergence) => print(format!("Training {divergence}")),
+            TrainEvent::BestKept { .. } => print(kept_line(&event).unwrap_or_default()),
             TrainEvent::Done {
                 samples_per_sec, ..
             } => bar.finish_with_message(format!("{samples_per_sec:.0} samples/s")),

@@ -169,7 +169,11 @@ impl TrainConfig {
         let maxima = [
             ("batch size", self.batch_size, MAX_BATCH_SIZE),
             ("epochs", self.epochs, MAX_EPOCHS),
-            ("patience", self.early_stop.patience.unwrap_or(0), MAX_EPOCHS),
+            (
+                "patience",
+                self.early_stop.patience.unwrap_or(0),
+                MAX_EPOCHS,
+            ),
         ];
         match maxima.into_iter().find(|(_, value, max)| value > max) {
             Some((name, value, max)) => Err(ConfigError::TooLarge { name, max, value }),
@@ -182,13 +186,40 @@ impl TrainConfig {
         let schedule = &self.schedule;
         let ranges = [
             ("weight decay", "from 0 to 1", self.weight_decay, 0.0..=1.0),
-            ("gamma", "above 0 and at most 1", schedule.gamma, f64::MIN_POSITIVE..=1.0),
-            ("minimum learning rate", "from 0 to the learning rate", schedule.min_lr, 0.0..=self.lr),
-            ("warm-up", "above 0 and below 1", schedule.warmup, 1e-9..=1.0 - 1e-9),
-            ("min delta", "from 0 to 1000", self.early_stop.min_delta, 0.0..=1000.0),
+            (
+                "gamma",
+                "above 0 and at most 1",
+                schedule.gamma,
+                f64::MIN_POSITIVE..=1.0,
+            ),
+            (
+                "minimum learning rate",
+                "from 0 to the learning rate",
+                schedule.min_lr,
+                0.0..=self.lr,
+            ),
+            (
+                "warm-up",
+                "above 0 and below 1",
+                schedule.warmup,
+                1e-9..=1.0 - 1e-9,
+            ),
+            (
+                "min delta",
+                "from 0 to 1000",
+                self.early_stop.min_delta,
+                0.0..=1000.0,
+            ),
         ];
-        match ranges.into_iter().find(|(_, _, value, range)| !range.contains(value)) {
-            Some((name, bounds, value, _)) => Err(ConfigError::OutOfRange { name, bounds, value }),
+        match ranges
+            .into_iter()
+            .find(|(_, _, value, range)| !range.contains(value))
+        {
+            Some((name, bounds, value, _)) => Err(ConfigError::OutOfRange {
+                name,
+                bounds,
+                value,
+            }),
             None => Ok(()),
         }
     }
@@ -310,6 +341,9 @@ mod tests {
             "test_limit":null}"#;
         let config: TrainConfig = serde_json::from_str(json).unwrap();
         assert_eq!(config.schedule, ScheduleConfig::default());
-        assert_eq!((config.optimizer, config.weight_decay), (OptimizerKind::Adam, 0.0));
+        assert_eq!(
+            (config.optimizer, config.weight_decay),
+            (OptimizerKind::Adam, 0.0)
+        );
     }
 }

@@ -8,6 +8,7 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 use thiserror::Error;
 
+use crate::config::ScheduleKind;
 use crate::metrics::RunMetrics;
 
 const SIZE: (u32, u32) = (960, 400);
@@ -15,6 +16,7 @@ const LOSS_COLOR: RGBColor = RGBColor(31, 119, 180);
 const ACCURACY_COLOR: RGBColor = RGBColor(214, 39, 40);
 const TRAIN_ACCURACY_COLOR: RGBColor = RGBColor(255, 127, 14);
 const LR_CHANGE_COLOR: RGBColor = RGBColor(44, 160, 44);
+const LR_COLOR: RGBColor = RGBColor(148, 103, 189);
 
 pub type DrawResult<DB> = Result<(), DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 /// One of the charts, drawn on any plotters backend: SVG natively, a canvas in the page.
@@ -224,7 +226,8 @@ fn draw_smoothed<DB: DrawingBackend>(
     Ok(raw.into_iter().chain([smooth]).collect())
 }
 
-/// Training loss of every few steps against epoch.
+/// Training loss of every few steps against epoch, and the learning rate (never smoothed, on
+/// its own axis) when it moves.
 pub fn draw_loss<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     metrics: &RunMetrics,
@@ -237,12 +240,19 @@ pub fn draw_loss<DB: DrawingBackend>(
         .map(|i| (i.epochs, f64::from(i.loss)))
         .collect();
     let top = points.iter().map(|p| p.1).fold(0.1, f64::max) * 1.05;
-    let mut chart = ChartBuilder::on(area)
+    let batches_per_epoch = (metrics.total_steps / metrics.config.epochs.max(1)).max(1);
+    let rates = learning_rates(metrics, batches_per_epoch);
+    let lr_top = rates.iter().map(|p| p.1).fold(0.0, f64::max) * 1.05;
+    let mut builder = ChartBuilder::on(area);
+    builder
         .caption("Training loss", theme.font(18))
         .margin(10)
         .x_label_area_size(35)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0..epoch_extent(metrics), 0.0..top)?;
+        .y_label_area_size(50);
+    if !rates.is_empty() {
+        builder.right_y_label_area_size(60);
+    }
+    let mut chart = builder.build_cartesian_2d(0.0..epoch_extent(metrics), 0.0..top)?;
     theme.mesh(&mut chart, "epoch", "cross-entropy")?;
     // Merged intervals stand for more steps: the longest says what a faint point is.
     let steps = metrics.intervals.iter().map(|i| i.steps).max().unwrap_or(1);
@@ -250,9 +260,8 @@ pub fn draw_loss<DB: DrawingBackend>(
         1 => "each step".to_string(),
         n => format!("each {n} steps"),
     };
-    let legend = draw_smoothed(&mut chart, &points, LOSS_COLOR, (Some(raw), "smoothed"))?;
+    let mut legend = draw_smoothed(&mut chart, &points, LOSS_COLOR, (Some(raw), "smoothed"))?;
     // Each change of the learning rate: a vertical line where its first step begins, labelled.
-    let batches_per_epoch = (metrics.total_steps / metrics.config.epochs.max(1)).max(1);
     for change in &metrics.lr_changes {
         let x = change.step.saturating_sub(1) as f64 / batches_per_epoch as f64;
         chart.draw_series(LineSeries::new(
@@ -265,7 +274,47 @@ pub fn draw_loss<DB: DrawingBackend>(
             ("sans-serif", 14).into_font().color(&LR_CHANGE_COLOR),
         )])?;
     }
+    if rates.is_empty() {
+        return theme.legend(&chart, &legend, Corner::UpperRight);
+    }
+    let mut chart = chart.set_secondary_coord(0.0..epoch_extent(metrics), 0.0..lr_top);
+    chart
+        .configure_secondary_axes()
+        .y_desc("learning rate")
+        .axis_style(theme.text)
+        .label_style(theme.font(12))
+        .axis_desc_style(theme.font(14))
+        .draw()?;
+    chart.draw_secondary_series(LineSeries::new(rates, LR_COLOR.stroke_width(2)))?;
+    legend.push(LegendRow {
+        label: "learning rate".to_string(),
+        mark: Mark::Line {
+            color: LR_COLOR.to_rgba(),
+            width: 2,
+        },
+    });
     theme.legend(&chart, &legend, Corner::UpperRight)
+}
+
+/// The learning rate of each logged step against epoch, when a schedule or a change moved it;
+/// none when it stayed as set.
+fn learning_rates(metrics: &RunMetrics, batches_per_epoch: usize) -> Vec<(f64, f64)> {
+    let rates: Vec<(f64, f64)> = metrics
+        .losses
+        .iter()
+        .filter(|point| point.lr > 0.0)
+        .map(|point| {
+            (
+                point.step.saturating_sub(1) as f64 / batches_per_epoch as f64,
+                point.lr,
+            )
+        })
+        .collect();
+    let moved = rates.iter().any(|&(_, lr)| lr != rates[0].1);
+    match moved || metrics.config.schedule.kind != ScheduleKind::Constant {
+        true => rates,
+        false => Vec::new(),
+    }
 }
 
 /// Test accuracy after each epoch, and training accuracy of every few steps, against epoch.

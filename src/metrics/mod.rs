@@ -54,6 +54,9 @@ pub struct RunMetrics {
     /// Training time so far, in seconds: evaluation and pauses excluded.
     #[serde(default)]
     pub training_secs: f64,
+    /// The epoch whose model the run kept, when early stopping chose it.
+    #[serde(default)]
+    pub best_epoch: Option<usize>,
 }
 
 impl RunMetrics {
@@ -76,6 +79,7 @@ impl RunMetrics {
                 .duration_since(web_time::UNIX_EPOCH)
                 .map_or(0.0, |since| since.as_millis() as f64),
             training_secs: 0.0,
+            best_epoch: None,
         }
     }
 
@@ -101,6 +105,7 @@ impl RunMetrics {
                 step: *step,
                 lr: *lr,
             }),
+            TrainEvent::BestKept { epoch, .. } => self.best_epoch = Some(*epoch),
             TrainEvent::Checkpoint(_) | TrainEvent::Paused { .. } | TrainEvent::Resumed { .. } => {}
             // The steps after the checkpoint are taken again, on the CPU.
             TrainEvent::DeviceLost {

@@ -31,6 +31,7 @@ impl Phase {
             Phase::Finished(Outcome::Completed) => "done",
             Phase::Finished(Outcome::Stopped) => "stopped",
             Phase::Finished(Outcome::Diverged) => "diverged",
+            Phase::Finished(Outcome::EarlyStopped) => "stopped-early",
             Phase::Failed => "error",
         }
     }
@@ -45,6 +46,9 @@ impl Phase {
             Phase::Finished(Outcome::Completed) => "Training done",
             Phase::Finished(Outcome::Stopped) => "Training stopped",
             Phase::Finished(Outcome::Diverged) => "Training diverged",
+            Phase::Finished(Outcome::EarlyStopped) => {
+                "Training stopped early: the test set stopped improving"
+            }
             Phase::Failed => "Training failed: see the error",
         }
     }

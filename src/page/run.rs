@@ -16,7 +16,7 @@ use super::{PageError, Shared, current, insight, log, runs, set_phase, show_devi
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::session::protocol::{Follow, Followed, RunEnded, RunFiles, Train};
-use crate::train::TrainEvent;
+use crate::train::{TrainEvent, kept_line};
 
 /// Shows an event's figures and says whether the charts have news.
 fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
@@ -85,6 +85,10 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             let message = format!("Training {divergence}. Try a smaller learning rate.");
             log(&message);
             show_error(&message);
+            false
+        }
+        TrainEvent::BestKept { .. } => {
+            log(&kept_line(event).unwrap_or_default());
             false
         }
         TrainEvent::Done {
@@ -189,14 +193,23 @@ impl LiveRun {
         } = ended?;
         let about = {
             let metrics = self.metrics.borrow();
-            let result = match metrics.epochs.last() {
+            // With early stopping, the model is the best epoch's, not the last's.
+            let kept = match metrics.best_epoch {
+                Some(best) => metrics.epochs.iter().find(|report| report.epoch == best),
+                None => metrics.epochs.last(),
+            };
+            let result = match kept {
                 Some(report) => {
                     format!("{:.2}% on {} test images", report.accuracy(), report.total)
                 }
                 None => "not evaluated".to_string(),
             };
+            let epoch = match metrics.best_epoch {
+                Some(best) => format!(", epoch {best}'s (the best)"),
+                None => String::new(),
+            };
             format!(
-                "{}, trained on {}: {result}",
+                "{}{epoch}, trained on {}: {result}",
                 self.config.model, metrics.backend
             )
         };

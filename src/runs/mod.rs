@@ -27,6 +27,9 @@ pub enum Engine {
 pub enum RunEnd {
     Finished,
     Stopped,
+    /// Early stopping ended it.
+    #[serde(rename = "stopped-early")]
+    StoppedEarly,
     Diverged,
     /// An error ended it.
     Failed,
@@ -56,6 +59,7 @@ impl RunRecord {
             (None, Some(Outcome::Completed)) => RunEnd::Finished,
             (None, Some(Outcome::Stopped)) => RunEnd::Stopped,
             (None, Some(Outcome::Diverged)) => RunEnd::Diverged,
+            (None, Some(Outcome::EarlyStopped)) => RunEnd::StoppedEarly,
             (None, None) => RunEnd::Unfinished,
         }
     }
@@ -83,6 +87,7 @@ impl std::fmt::Display for RunEnd {
         f.write_str(match self {
             Self::Finished => "finished",
             Self::Stopped => "stopped",
+            Self::StoppedEarly => "stopped early",
             Self::Diverged => "diverged",
             Self::Failed => "failed",
             Self::Unfinished => "unfinished",

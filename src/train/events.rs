@@ -7,6 +7,7 @@ use std::sync::Arc;
 use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use crate::config::StopOn;
 use crate::model::CLASSES;
 use crate::platform;
 use crate::train::checkpoint::Checkpoint;
@@ -86,6 +87,9 @@ pub enum Outcome {
     Completed,
     Stopped,
     Diverged,
+    /// Early stopping ended it: the test set had stopped improving.
+    #[serde(rename = "early-stopped")]
+    EarlyStopped,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -122,10 +126,44 @@ pub enum TrainEvent {
         cpu_threads: String,
     },
     Diverged(Divergence),
+    /// With early stopping on, at the end of the run: the model kept is this epoch's.
+    BestKept {
+        epoch: usize,
+        on: StopOn,
+        /// The test loss, or the accuracy in %, at that epoch.
+        value: f64,
+        /// Whether early stopping ended the run.
+        ended_early: bool,
+    },
     Done {
         outcome: Outcome,
         samples_per_sec: f64,
     },
+}
+
+/// What the log says of a run's kept model: "Early stopping: the test set stopped improving;
+/// keeping epoch 3's model, the best (test loss 0.0412)".
+pub fn kept_line(event: &TrainEvent) -> Option<String> {
+    let TrainEvent::BestKept {
+        epoch,
+        on,
+        value,
+        ended_early,
+    } = event
+    else {
+        return None;
+    };
+    let value = match on {
+        StopOn::Loss => format!("test loss {value:.4}"),
+        StopOn::Accuracy => format!("test accuracy {value:.2}%"),
+    };
+    let why = match ended_early {
+        true => "Early stopping: the test set stopped improving",
+        false => "Early stopping",
+    };
+    Some(format!(
+        "{why}; keeping epoch {epoch}'s model, the best ({value})"
+    ))
 }
 
 impl StepReport {

@@ -2,6 +2,7 @@
 
 pub mod checkpoint;
 mod control;
+pub mod early_stop;
 mod events;
 pub mod interval;
 pub mod optimizer;
@@ -23,13 +24,16 @@ use crate::data::{Mnist, MnistSplit};
 use crate::model::{CLASSES, Net, NetConfig};
 use crate::platform;
 
-use checkpoint::{Checkpoint, CheckpointError, Position};
+use checkpoint::{Checkpoint, CheckpointError, Position, model_from_weights};
+use early_stop::{EarlyStopState, Verdict};
 use interval::IntervalMeter;
 use optimizer::Optimizer;
 use step::Stepper;
 
 pub use control::TrainControl;
-pub use events::{Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent};
+pub use events::{
+    Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent, kept_line,
+};
 
 /// Test batches are larger than training ones: no gradients are kept.
 const EVAL_BATCH: usize = 1000;
@@ -68,17 +72,22 @@ impl From<ExecutionError> for TrainError {
 }
 
 /// The model after a run, whichever way the run ended; after a divergence, the last weights
-/// whose loss was finite, so they can still be saved.
+/// whose loss was finite, so they can still be saved. With early stopping on, the best epoch's
+/// model, whatever ended the run.
 pub struct Trained {
     pub model: Net,
     pub outcome: Outcome,
+    /// The epoch whose model this is, when early stopping chose it.
+    pub best_epoch: Option<usize>,
 }
 
-/// Where a run starts from: its weights, its optimizer and the step it takes next.
+/// Where a run starts from: its weights, its optimizer, the step it takes next and early
+/// stopping's record.
 struct Start {
     model: Net,
     optimizer: Optimizer,
     position: Position,
+    early_stop: EarlyStopState,
 }
 
 /// Trains a fresh model as `config` says on `device`, reporting every step, epoch and the end
@@ -107,6 +116,7 @@ pub async fn train_from(
         model,
         optimizer: Optimizer::new(config),
         position: Position::START,
+        early_stop: EarlyStopState::default(),
     };
     run(start, config, data, device, control, on_event).await
 }
@@ -125,6 +135,7 @@ pub async fn resume(
         model,
         optimizer,
         position: checkpoint.position,
+        early_stop: checkpoint.early_stop.clone(),
     };
     run(start, &checkpoint.config, data, device, control, on_event).await
 }
@@ -154,6 +165,7 @@ async fn run(
         &order,
         &start.model,
         &start.optimizer,
+        &start.early_stop,
     )
     .await?;
     let attempt = run_on(
@@ -184,6 +196,7 @@ async fn run(
         model,
         optimizer,
         position: last.position,
+        early_stop: last.early_stop.clone(),
     };
     // The checkpoint's settings: the learning rate may have changed since the start.
     let config = last.config.clone();
@@ -214,6 +227,7 @@ async fn run_on(
     let stepper = Stepper::new(device, &data.train, epoch_len);
     let mut model = stepper.trainable(start.model);
     let mut optim = start.optimizer;
+    let mut early = start.early_stop;
     // What a diverged run returns: the last weights whose loss was read and finite.
     let mut last_finite = model.clone();
     let test_batcher = MnistBatcher::new(device.clone());
@@ -241,16 +255,12 @@ async fn run_on(
                     on_event(TrainEvent::Interval(interval));
                 }
                 // Where a stopped run goes on from: a checkpoint of the step it stopped at.
-                *last = Checkpoint::capture(&config, position, &order, &model, &optim).await?;
+                *last =
+                    Checkpoint::capture(&config, position, &order, &model, &optim, &early).await?;
                 on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
-                on_event(TrainEvent::Done {
-                    outcome: Outcome::Stopped,
-                    samples_per_sec: rate(position.trained_samples, training_time),
-                });
-                return Ok(Trained {
-                    model,
-                    outcome: Outcome::Stopped,
-                });
+                let samples_per_sec = rate(position.trained_samples, training_time);
+                let end = End::new(Outcome::Stopped, samples_per_sec, &early);
+                return end.finish(model, &config, device, on_event);
             }
             if asked != scheduled {
                 schedule::rescale(&mut config, asked, scheduled);
@@ -285,10 +295,8 @@ async fn run_on(
                     lr: rates.lr,
                     loss,
                 }));
-                return Ok(Trained {
-                    model: last_finite,
-                    outcome: Outcome::Diverged,
-                });
+                let end = End::new(Outcome::Diverged, 0.0, &early);
+                return end.finish(last_finite, &config, device, on_event);
             }
             if let Some(weights) = weights {
                 last_finite = weights;
@@ -315,28 +323,84 @@ async fn run_on(
             position.training_secs = training_time.as_secs_f64();
             // The epoch's last batch is followed by its evaluation, and a checkpoint after it.
             if logged && position.batch < batches_per_epoch {
-                *last = Checkpoint::capture(&config, position, &order, &model, &optim).await?;
+                *last =
+                    Checkpoint::capture(&config, position, &order, &model, &optim, &early).await?;
                 on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
             }
         }
-        on_event(TrainEvent::Epoch(
-            evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?,
-        ));
+        let report = evaluate(&model, &data.test, test_len, &test_batcher, epoch).await?;
+        let verdict = early.observe(&config.early_stop, &report);
+        on_event(TrainEvent::Epoch(report));
         on_event(TrainEvent::Memory(MemoryReport::sample(epoch, device)));
         position.epoch += 1;
         position.batch = 0;
         let next_order = epoch_order(epoch_len, config.seed, position.epoch);
-        *last = Checkpoint::capture(&config, position, &next_order, &model, &optim).await?;
+        *last = Checkpoint::capture(&config, position, &next_order, &model, &optim, &early).await?;
+        // The best epoch's weights are this checkpoint's: read back once, kept on the host.
+        if let (Verdict::Improved, Some(best)) = (verdict, &mut early.best) {
+            best.weights = Arc::new(last.weights.clone());
+            last.early_stop = early.clone();
+        }
         on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
+        if verdict == Verdict::Stop {
+            let samples_per_sec = rate(position.trained_samples, training_time);
+            let end = End::new(Outcome::EarlyStopped, samples_per_sec, &early);
+            return end.finish(model, &config, device, on_event);
+        }
     }
-    on_event(TrainEvent::Done {
-        outcome: Outcome::Completed,
-        samples_per_sec: rate(position.trained_samples, training_time),
-    });
-    Ok(Trained {
-        model,
-        outcome: Outcome::Completed,
-    })
+    let samples_per_sec = rate(position.trained_samples, training_time);
+    End::new(Outcome::Completed, samples_per_sec, &early).finish(model, &config, device, on_event)
+}
+
+/// How a run ended, and what it keeps.
+struct End<'a> {
+    outcome: Outcome,
+    samples_per_sec: f64,
+    early: &'a EarlyStopState,
+}
+
+impl<'a> End<'a> {
+    fn new(outcome: Outcome, samples_per_sec: f64, early: &'a EarlyStopState) -> Self {
+        Self {
+            outcome,
+            samples_per_sec,
+            early,
+        }
+    }
+
+    /// Reports the end; the model kept is `model`, or early stopping's best epoch's.
+    fn finish(
+        self,
+        model: Net,
+        config: &TrainConfig,
+        device: &Device,
+        on_event: &mut impl FnMut(TrainEvent),
+    ) -> Result<Trained, TrainError> {
+        let (model, best_epoch) = match &self.early.best {
+            Some(best) => {
+                let kept = model_from_weights(config, &best.weights, device)?;
+                on_event(TrainEvent::BestKept {
+                    epoch: best.epoch,
+                    on: config.early_stop.on,
+                    value: best.value,
+                    ended_early: self.outcome == Outcome::EarlyStopped,
+                });
+                (kept, Some(best.epoch))
+            }
+            None => (model, None),
+        };
+        if self.outcome != Outcome::Diverged {
+            on_event(TrainEvent::Done {
+                outcome: self.outcome,
+                samples_per_sec: self.samples_per_sec,
+            });
+        }
+        Ok(Trained {
+            model,
+            outcome: self.outcome,
+            best_epoch,
+        })
+    }
 }
 
 /// Reads a one-element tensor back without blocking, which WebGPU cannot do.

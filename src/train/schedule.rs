@@ -60,7 +60,11 @@ fn onecycle(config: &TrainConfig, step: f64, total: usize) -> Rates {
     let (lr, momentum) = match step <= rising_end {
         true => {
             // A warm-up shorter than a step leaves the first step at the peak.
-            let done = if rising_end > 0.0 { step / rising_end } else { 1.0 };
+            let done = if rising_end > 0.0 {
+                step / rising_end
+            } else {
+                1.0
+            };
             (cosine(start, peak, done), cosine(high, low, done))
         }
         false => {
@@ -130,7 +134,11 @@ mod tests {
             for (step, (&lr, &momentum)) in case.lr.iter().zip(&case.momentum).enumerate() {
                 let ours = rates(&config, step, case.batches_per_epoch);
                 let what = format!("{:?} at step {step}", case.settings);
-                assert!(relative(ours.lr, lr) <= 1e-6, "{what}: lr {} != {lr}", ours.lr);
+                assert!(
+                    relative(ours.lr, lr) <= 1e-6,
+                    "{what}: lr {} != {lr}",
+                    ours.lr
+                );
                 assert!(
                     relative(ours.momentum, momentum) <= 1e-6,
                     "{what}: momentum {} != {momentum}",
@@ -142,12 +150,9 @@ mod tests {
 
     #[test]
     fn a_rate_asked_for_mid_run_scales_the_rest_of_the_schedule() {
-        let mut config = TrainConfig::from_pairs([
-            ("schedule", "cosine"),
-            ("lr", "0.1"),
-            ("min_lr", "0.01"),
-        ])
-        .unwrap();
+        let mut config =
+            TrainConfig::from_pairs([("schedule", "cosine"), ("lr", "0.1"), ("min_lr", "0.01")])
+                .unwrap();
         let before = learning_rates(&config, 10);
         let scheduled = rates(&config, 5, 10).lr;
         rescale(&mut config, scheduled * 2.0, scheduled);
@@ -165,7 +170,13 @@ mod tests {
             optimizer: OptimizerKind::Adam,
             ..TrainConfig::default()
         };
-        assert_eq!(rates(&config, 3, 10), Rates { lr: 0.01, momentum: 0.9 });
+        assert_eq!(
+            rates(&config, 3, 10),
+            Rates {
+                lr: 0.01,
+                momentum: 0.9
+            }
+        );
         let config = TrainConfig::from_pairs([("momentum", "0.5")]).unwrap();
         assert_eq!(rates(&config, 3, 10).momentum, 0.5);
     }

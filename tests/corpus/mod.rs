@@ -371,9 +371,16 @@ async fn checkpoint() -> Checkpoint {
         training_secs: 0.5,
         ..Position::START
     };
-    Checkpoint::capture(&config, position, &order, &model, &optimizer)
-        .await
-        .unwrap()
+    Checkpoint::capture(
+        &config,
+        position,
+        &order,
+        &model,
+        &optimizer,
+        &Default::default(),
+    )
+    .await
+    .unwrap()
 }
 
 async fn checkpoint_cases() -> Vec<Case> {

@@ -13,6 +13,7 @@ mod cli;
 mod cli_results;
 mod compare;
 mod cubecl_kernels;
+mod early_stop;
 mod flex_kernels;
 mod intervals;
 mod pytorch_parity;

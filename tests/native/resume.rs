@@ -45,13 +45,25 @@ fn resumed_configs() -> Vec<TrainConfig> {
         config(OptimizerKind::Adam),
         scheduled(
             OptimizerKind::Sgd,
-            &[("schedule", "onecycle"), ("nesterov", "on"), ("weight_decay", "0.001")],
+            &[
+                ("schedule", "onecycle"),
+                ("nesterov", "on"),
+                ("weight_decay", "0.001"),
+            ],
         ),
         scheduled(
             OptimizerKind::Adamw,
-            &[("schedule", "step"), ("step_size", "4"), ("step_unit", "steps"), ("weight_decay", "0.01")],
+            &[
+                ("schedule", "step"),
+                ("step_size", "4"),
+                ("step_unit", "steps"),
+                ("weight_decay", "0.01"),
+            ],
         ),
-        scheduled(OptimizerKind::Adam, &[("schedule", "cosine"), ("min_lr", "0.0001")]),
+        scheduled(
+            OptimizerKind::Adam,
+            &[("schedule", "cosine"), ("min_lr", "0.0001")],
+        ),
     ]
 }
 
@@ -125,7 +137,11 @@ fn a_run_resumed_from_a_saved_checkpoint_repeats_the_losses_bit_for_bit() {
             let found: Vec<_> = resumed.losses.iter().collect();
             assert_eq!(found, expected, "{optimizer}, resumed at step {step}");
             let rates: Vec<_> = full.rates.iter().filter(|(s, _)| *s > step).collect();
-            assert_eq!(resumed.rates.iter().collect::<Vec<_>>(), rates, "{optimizer}");
+            assert_eq!(
+                resumed.rates.iter().collect::<Vec<_>>(),
+                rates,
+                "{optimizer}"
+            );
             let epoch = checkpoint.position.epoch;
             assert_eq!(
                 resumed.epochs,

@@ -1,6 +1,7 @@
 //! A checkpoint's file: `.safetensors`, the weights as `weights.<path>`, each optimizer buffer
-//! as `optimizer.<path>.<index>`, the epoch's order as `data.order`, and the settings and the
-//! position as JSON in its metadata. Every number read back is checked before it is used.
+//! as `optimizer.<path>.<index>`, the epoch's order as `data.order`, early stopping's best
+//! weights as `best.<path>`, and the settings, the position and early stopping's state as JSON
+//! in its metadata. Every number read back is checked before it is used.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,8 +13,9 @@ use serde::de::DeserializeOwned;
 
 use crate::config::TrainConfig;
 use crate::train::checkpoint::{
-    Checkpoint, CheckpointError, FORMAT, FORMAT_KEY, ORDER, Position, STATE, WEIGHTS,
+    BEST, Checkpoint, CheckpointError, FORMAT, FORMAT_KEY, ORDER, Position, STATE, WEIGHTS,
 };
+use crate::train::early_stop::EarlyStopState;
 
 /// A lenet checkpoint with Adam takes ~5.5 MB; a file this large is not one of ours.
 pub const MAX_CHECKPOINT_BYTES: usize = 32 << 20;
@@ -29,6 +31,11 @@ impl Checkpoint {
                 tensors.push((format!("{STATE}{name}.{index}"), view(data)));
             }
         }
+        if let Some(best) = &self.early_stop.best {
+            for (name, data) in best.weights.iter() {
+                tensors.push((format!("{BEST}{name}"), view(data)));
+            }
+        }
         let order: Vec<u8> = self.order.iter().flat_map(|i| i.to_le_bytes()).collect();
         tensors.push((
             ORDER.to_string(),
@@ -39,6 +46,7 @@ impl Checkpoint {
             (FORMAT_KEY.to_string(), FORMAT.to_string()),
             ("config".to_string(), to_json(&self.config)),
             ("position".to_string(), to_json(&self.position)),
+            ("early_stop".to_string(), to_json(&self.early_stop)),
             (
                 "optimizer_steps".to_string(),
                 self.optimizer_steps.to_string(),
@@ -62,6 +70,12 @@ impl Checkpoint {
         config.validate()?;
         let position: Position = parse(&metadata, "position")?;
         let optimizer_steps: u64 = parse(&metadata, "optimizer_steps")?;
+        // Checkpoints from before early stopping have none.
+        let mut early_stop: EarlyStopState = match metadata.contains_key("early_stop") {
+            true => parse(&metadata, "early_stop")?,
+            false => EarlyStopState::default(),
+        };
+        let mut best = BTreeMap::new();
 
         let file = SafeTensors::deserialize(bytes).map_err(not_safetensors)?;
         let floats = |name: &str, view: &TensorView<'_>| match view.dtype() {
@@ -88,6 +102,8 @@ impl Checkpoint {
                 );
             } else if let Some(param) = name.strip_prefix(WEIGHTS) {
                 weights.insert(param.to_string(), floats(name, &view)?);
+            } else if let Some(param) = name.strip_prefix(BEST) {
+                best.insert(param.to_string(), floats(name, &view)?);
             } else if let Some((param, index)) = name
                 .strip_prefix(STATE)
                 .and_then(|rest| rest.rsplit_once('.'))
@@ -109,6 +125,14 @@ impl Checkpoint {
             }
             optimizer_state.insert(param, buffers.into_values().collect());
         }
+        match &mut early_stop.best {
+            // Checked as the weights are, when the run is restored.
+            Some(kept) => kept.weights = best.into(),
+            None if !best.is_empty() => {
+                return Err(CheckpointError::Unexpected(format!("{BEST}…")));
+            }
+            None => {}
+        }
         Ok(Self {
             config,
             position,
@@ -116,6 +140,7 @@ impl Checkpoint {
             weights,
             optimizer_steps,
             optimizer_state,
+            early_stop,
         })
     }
 }

@@ -17,6 +17,7 @@ use thiserror::Error;
 
 use crate::config::{ConfigError, OptimizerKind, TrainConfig};
 use crate::model::{Layout, Net, NetConfig, pytorch_layout};
+use crate::train::early_stop::EarlyStopState;
 use crate::train::optimizer::{Optimizer, buffer_from_flat, flat_buffer};
 
 /// Longer than any run within the settings' bounds takes (10,000 epochs of MNIST at 36
@@ -28,6 +29,8 @@ const FORMAT: &str = "webtrain checkpoint 1";
 const WEIGHTS: &str = "weights.";
 const STATE: &str = "optimizer.";
 const ORDER: &str = "data.order";
+/// Early stopping's best epoch's weights.
+const BEST: &str = "best.";
 
 #[derive(Debug, Error)]
 pub enum CheckpointError {
@@ -126,6 +129,8 @@ pub struct Checkpoint {
     pub optimizer_steps: u64,
     /// The optimizer's buffers by parameter path, each flat.
     pub optimizer_state: BTreeMap<String, Vec<TensorData>>,
+    /// Early stopping's best epoch, its weights included.
+    pub early_stop: EarlyStopState,
 }
 
 /// Every float parameter of a module with its path, flattened, and its shape.
@@ -231,6 +236,7 @@ impl Checkpoint {
         order: &[usize],
         model: &Net,
         optimizer: &Optimizer,
+        early_stop: &EarlyStopState,
     ) -> Result<Self, CheckpointError> {
         // The weights and every optimizer buffer, read back in one transaction.
         let weights = parameters(model);
@@ -272,6 +278,7 @@ impl Checkpoint {
             weights,
             optimizer_steps: optimizer.steps,
             optimizer_state,
+            early_stop: early_stop.clone(),
         })
     }
 
@@ -279,6 +286,9 @@ impl Checkpoint {
     /// model the settings name.
     pub fn restore(&self, device: &Device) -> Result<(Net, Optimizer), CheckpointError> {
         let model = model_from_weights(&self.config, &self.weights, device)?;
+        if let Some(best) = &self.early_stop.best {
+            model_from_weights(&self.config, &best.weights, device)?;
+        }
         let mut optimizer = Optimizer::new(&self.config);
         optimizer.steps = self.optimizer_steps;
         let per_param = Optimizer::buffers_per_param(&self.config);
