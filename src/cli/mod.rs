@@ -4,6 +4,7 @@
 mod bench;
 mod compare;
 mod error;
+mod lr_find;
 mod run_folder;
 mod settings;
 mod train;
@@ -53,6 +54,10 @@ enum Command {
     Bench(bench::BenchArgs),
     /// Print the test loss and accuracy of weights in a .safetensors file.
     Eval(EvalArgs),
+    /// Find a learning rate: train a copy of the model with a rate rising exponentially each
+    /// step (until the loss diverges), print the suggested rate and write the loss against
+    /// the rate as SVG.
+    LrFind(lr_find::LrFindArgs),
     /// Print a table of run folders (best and final test accuracy, time, speed, end and the
     /// settings in which they differ) and write their curves overlaid as an SVG.
     Compare(compare::CompareArgs),
@@ -164,6 +169,7 @@ pub fn main() -> ExitCode {
         #[cfg(feature = "measure")]
         Command::Bench(args) => bench::run_bench(args),
         Command::Eval(args) => run_eval(args),
+        Command::LrFind(args) => lr_find::run_lr_find(args),
         Command::Compare(args) => compare::run_compare(args),
         Command::Ui(args) => ui::run(args),
     };

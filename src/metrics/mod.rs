@@ -2,6 +2,7 @@
 //! charted by the CLI and the page alike.
 
 pub mod chart;
+pub mod lr_find_chart;
 
 use serde::{Deserialize, Serialize};
 

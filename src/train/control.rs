@@ -40,6 +40,10 @@ impl TrainControl {
         self.state.store(STOPPED, Ordering::SeqCst);
     }
 
+    pub fn is_stopped(&self) -> bool {
+        self.state.load(Ordering::SeqCst) == STOPPED
+    }
+
     pub fn is_paused(&self) -> bool {
         self.state.load(Ordering::SeqCst) == PAUSED
     }

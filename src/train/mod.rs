@@ -5,6 +5,7 @@ mod control;
 pub mod early_stop;
 mod events;
 pub mod interval;
+pub mod lr_find;
 pub mod optimizer;
 pub mod schedule;
 pub mod step;
@@ -50,6 +51,8 @@ pub enum TrainError {
     DeviceLost(String),
     #[error(transparent)]
     Checkpoint(CheckpointError),
+    #[error(transparent)]
+    Range(#[from] lr_find::LrRangeError),
 }
 
 /// Whichever read notices that the GPU is gone, the run goes on on the CPU.
@@ -404,7 +407,9 @@ impl<'a> End<'a> {
 }
 
 /// Reads a one-element tensor back without blocking, which WebGPU cannot do.
-async fn read_scalar<E: Element, K: Basic>(tensor: Tensor<1, K>) -> Result<E, TrainError> {
+pub(crate) async fn read_scalar<E: Element, K: Basic>(
+    tensor: Tensor<1, K>,
+) -> Result<E, TrainError> {
     tensor
         .into_scalar_async::<E>()
         .await

@@ -16,6 +16,7 @@ mod cubecl_kernels;
 mod early_stop;
 mod flex_kernels;
 mod intervals;
+mod lr_find;
 mod pytorch_parity;
 mod resume;
 mod settings;
