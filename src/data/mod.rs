@@ -20,6 +20,8 @@ pub const TRAIN_IMAGES: &str = "train-images-idx3-ubyte";
 pub const TRAIN_LABELS: &str = "train-labels-idx1-ubyte";
 pub const TEST_IMAGES: &str = "t10k-images-idx3-ubyte";
 pub const TEST_LABELS: &str = "t10k-labels-idx1-ubyte";
+/// MNIST's training images: what a preview counts on before the data is loaded.
+pub const MNIST_TRAIN_LEN: usize = 60_000;
 
 #[derive(Debug, Error)]
 pub enum DataError {

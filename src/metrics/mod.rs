@@ -3,6 +3,7 @@
 
 pub mod chart;
 pub mod lr_find_chart;
+pub mod schedule_chart;
 
 use serde::{Deserialize, Serialize};
 

@@ -131,7 +131,7 @@ pub fn redraw() {
 }
 
 /// The page's colour scheme, as the stylesheet follows it.
-fn chart_theme() -> ChartTheme {
+pub(super) fn chart_theme() -> ChartTheme {
     let dark = web_sys::window()
         .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
         .is_some_and(|query| query.matches());

@@ -7,6 +7,7 @@ use web_sys::{HtmlElement, UrlSearchParams};
 
 use super::dom::{self, by_id, set_text};
 use super::engine::{EngineChoice, token};
+use super::schedule_preview;
 use super::{PageError, show_error};
 use crate::config::settings::SETTINGS;
 use crate::config::{ConfigError, TrainConfig};
@@ -117,8 +118,13 @@ pub(super) fn validate_form() -> Result<TrainConfig, ConfigError> {
 pub(super) fn wire_form() {
     for (_, id) in fields() {
         dom::on(&id, "input", |_| {
-            let _ = validate_form();
+            if let Ok(config) = validate_form() {
+                schedule_preview::draw(&config);
+            }
         });
+    }
+    if let Ok(config) = form_config() {
+        schedule_preview::draw(&config);
     }
 }
 

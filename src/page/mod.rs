@@ -12,11 +12,13 @@ mod engine;
 mod form;
 mod insight;
 mod keeper;
+mod lr_finder;
 mod phase;
 mod run;
 mod run_store;
 mod runs;
 mod runs_table;
+mod schedule_preview;
 mod storage;
 mod trainer;
 
@@ -43,6 +45,8 @@ pub enum PageError {
     Config(#[from] ConfigError),
     #[error(transparent)]
     Device(#[from] DeviceError),
+    #[error(transparent)]
+    Range(#[from] crate::train::lr_find::LrRangeError),
     /// What the worker refused, in its words.
     #[error("{0}")]
     Worker(String),
@@ -125,6 +129,7 @@ pub fn start() {
     insight::wire_drawing(&page);
     insight::wire_confusion(&page);
     runs::wire();
+    lr_finder::wire(&page);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&page).await {
             fail(&error.to_string());

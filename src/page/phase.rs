@@ -17,6 +17,8 @@ pub enum Phase {
         paused: bool,
     },
     Finished(Outcome),
+    /// The learning-rate range test going.
+    FindingLr,
     Failed,
 }
 
@@ -32,6 +34,7 @@ impl Phase {
             Phase::Finished(Outcome::Stopped) => "stopped",
             Phase::Finished(Outcome::Diverged) => "diverged",
             Phase::Finished(Outcome::EarlyStopped) => "stopped-early",
+            Phase::FindingLr => "finding-lr",
             Phase::Failed => "error",
         }
     }
@@ -49,6 +52,7 @@ impl Phase {
             Phase::Finished(Outcome::EarlyStopped) => {
                 "Training stopped early: the test set stopped improving"
             }
+            Phase::FindingLr => "Finding a learning rate",
             Phase::Failed => "Training failed: see the error",
         }
     }
@@ -73,11 +77,14 @@ pub fn render(phase: Phase, holding: &Holding) {
     set_text("run-state", phase.announcement());
     let alive = !holding.worker_gone;
     let training = phase.is_training() && alive;
-    let idle = alive && !matches!(phase, Phase::Loading) && !phase.is_training();
+    let finding = phase == Phase::FindingLr && alive;
+    let idle = alive && !matches!(phase, Phase::Loading | Phase::FindingLr) && !phase.is_training();
     let enabled = [
         ("start", idle && holding.data),
+        ("find-lr", idle && holding.data),
         ("pause", training),
-        ("stop", training),
+        // Stop ends a range test too.
+        ("stop", training || finding),
         ("apply-lr", training),
         ("use-files", idle),
         ("load-weights", idle),

@@ -9,6 +9,7 @@
 
 pub mod envelope;
 mod gallery;
+mod lr_find;
 pub mod protocol;
 mod run;
 pub mod warm_up;
@@ -234,6 +235,10 @@ impl<H: Host> Session<H> {
             Request::Confused(r) => asked.to(&r).answer(self.confused(r).await),
             Request::Predict(r) => asked.to(&r).answer(self.predict(r).await),
             Request::ListRuns(r) => asked.to(&r).answer(self.host.kept_runs()),
+            Request::FindLr(r) => {
+                let replies = asked.to(&r);
+                replies.answer(self.find_lr(r, replies.progress()).await)
+            }
             #[cfg(feature = "measure")]
             Request::ProfileCpu(r) => asked.to(&r).answer(self.profile_cpu(r)),
         }

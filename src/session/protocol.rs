@@ -14,6 +14,7 @@ use crate::device::BackendChoice;
 use crate::measure::op_profile::CpuProfile;
 use crate::model::CLASSES;
 use crate::runs::RunRecord;
+use crate::train::lr_find::{LrFinding, LrPoint, LrRange};
 use crate::train::{EpochReport, Outcome, TrainEvent};
 
 /// A request, and the types of its replies.
@@ -110,6 +111,10 @@ requests! {
     Predict => Probabilities;
     /// The runs the engine keeps: natively, the run folders under `webtrain ui --out`.
     ListRuns => Vec<RunRecord>;
+    /// The learning-rate range test on the chosen device, from fresh weights or the current
+    /// model (left as it is), each step reported; refused while a run goes. `Control::Stop`
+    /// ends it early.
+    FindLr => LrFinding, reporting LrPoint;
     /// Where a CPU step's time goes in this browser, each phase and op timed `repeats` times on
     /// the training set (for `make bench`; the page does not ask it).
     #[cfg(feature = "measure")]
@@ -163,6 +168,15 @@ pub struct Train {
     pub backend: BackendChoice,
     /// Train on from the current model rather than from fresh weights.
     pub from_model: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct FindLr {
+    pub config: TrainConfig,
+    pub backend: BackendChoice,
+    /// Test the current model rather than fresh weights.
+    pub from_model: bool,
+    pub range: LrRange,
 }
 
 /// How a run ended.

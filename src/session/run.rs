@@ -55,13 +55,17 @@ impl WarmUp {
 }
 
 impl<H: Host> Session<H> {
-    fn busy(&self) -> bool {
+    pub(super) fn busy(&self) -> bool {
         let state = self.state.borrow();
         state.run.is_some() || state.starting.is_some()
     }
 
     /// The net a run trains on from: the current model's, when asked for and of `kind`.
-    fn start_from(&self, kind: ModelKind, from_model: bool) -> Result<Option<Net>, SessionError> {
+    pub(super) fn start_from(
+        &self,
+        kind: ModelKind,
+        from_model: bool,
+    ) -> Result<Option<Net>, SessionError> {
         if !from_model {
             return Ok(None);
         }

@@ -1,0 +1,58 @@
+//! The learning-rate range test, as the session runs it: on the device a run would take, from
+//! the model a run would start from, while no run goes.
+
+use std::rc::Rc;
+
+use super::protocol::FindLr;
+use super::{Host, Session, SessionError};
+use crate::device::select_device;
+use crate::model::NetConfig;
+use crate::train::TrainControl;
+use crate::train::lr_find::{LrFinding, LrPoint, find_lr};
+
+impl<H: Host> Session<H> {
+    pub(super) async fn find_lr(
+        self: &Rc<Self>,
+        request: FindLr,
+        progress: Rc<dyn Fn(LrPoint)>,
+    ) -> Result<LrFinding, SessionError> {
+        let FindLr {
+            config,
+            backend,
+            from_model,
+            range,
+        } = request;
+        if self.busy() {
+            return Err(SessionError::Busy);
+        }
+        config.validate()?;
+        let data = self.data()?;
+        let start = self.start_from(config.model, from_model)?;
+        // Busy from here: Stop ends the test, and a run asked for meanwhile is refused.
+        let control = TrainControl::default();
+        self.state.borrow_mut().starting = Some(control.clone());
+        let found = async {
+            self.stop_warm_up().await;
+            let device = select_device(backend).await?;
+            device.check_batch(config.model, config.batch_size)?;
+            let model = match start {
+                Some(net) => net,
+                None => NetConfig::from(config.model).init(&device.device, config.seed),
+            };
+            let on_point = |point: &LrPoint| progress(*point);
+            Ok(find_lr(
+                &model,
+                &config,
+                range,
+                &data,
+                &device.device,
+                &control,
+                on_point,
+            )
+            .await?)
+        }
+        .await;
+        self.state.borrow_mut().starting = None;
+        found
+    }
+}
