@@ -38,7 +38,17 @@ pub fn draw_lr_finding<DB: DrawingBackend>(
         .x_label_area_size(35)
         .y_label_area_size(50)
         .build_cartesian_2d((low..high).log_scale(), 0.0..top * 1.05)?;
-    theme.mesh(&mut chart, "learning rate", "training loss")?;
+    chart
+        .configure_mesh()
+        .x_desc("learning rate")
+        .y_desc("training loss")
+        .axis_style(theme.text)
+        .bold_line_style(theme.grid)
+        .light_line_style(TRANSPARENT)
+        .label_style(theme.font(13))
+        .axis_desc_style(theme.font(14))
+        .x_label_formatter(&|lr| rate_label(*lr))
+        .draw()?;
     let raw = finite.iter().map(|p| (p.lr, f64::from(p.loss).min(top)));
     chart.draw_series(LineSeries::new(raw, LOSS_COLOR.mix(0.3).stroke_width(1)))?;
     let smoothed = finite.iter().map(|p| (p.lr, p.smoothed.min(top)));
@@ -63,7 +73,15 @@ pub fn draw_lr_finding<DB: DrawingBackend>(
             },
         });
     }
-    theme.legend(&chart, &legend, Corner::UpperRight)
+    theme.legend(&chart, &legend, Corner::LowerRight)
+}
+
+/// An axis label: "1e-6", "0.001", "1".
+fn rate_label(lr: f64) -> String {
+    match (1e-3..1e3).contains(&lr) {
+        true => format!("{:.0e}", lr).parse::<f64>().unwrap_or(lr).to_string(),
+        false => format!("{lr:.0e}"),
+    }
 }
 
 /// A rate in three significant figures: 0.0123, 1.5e-5.
@@ -117,5 +135,8 @@ mod tests {
         assert!(svg.contains("suggested 0.0123"), "{svg}");
         assert!(svg.contains("learning rate"));
         assert_eq!(short(1.5e-5), "1.50e-5");
+        assert_eq!(rate_label(9.999_999e-5), "1e-4");
+        assert_eq!(rate_label(0.001), "0.001");
+        assert_eq!(rate_label(1.0), "1");
     }
 }

@@ -71,6 +71,20 @@ pub(super) fn prefill_from_query() {
         }
     }
     show_query_error();
+    if let Ok(config) = form_config() {
+        open_settings_in_use(&config);
+    }
+}
+
+/// Opens each folded group of settings (the schedule's, early stopping's) that holds a setting
+/// away from its default, so that what a run will do is in sight.
+fn open_settings_in_use(config: &TrainConfig) {
+    for setting in SETTINGS.iter().filter(|s| s.written(config)) {
+        let group = by_id::<HtmlElement>(&setting.dashed()).closest("details");
+        if let Ok(Some(group)) = group {
+            let _ = group.set_attribute("open", "");
+        }
+    }
 }
 
 /// What is wrong with the link the page was opened with, if anything.
@@ -195,4 +209,6 @@ pub(super) fn fill_form(config: &TrainConfig) {
     for (name, value) in config.pairs() {
         dom::set_value(&name.replace('_', "-"), &value);
     }
+    open_settings_in_use(config);
+    schedule_preview::draw(config);
 }

@@ -108,6 +108,7 @@ const LOSS = [31, 119, 180];
 const ACCURACY = [214, 39, 40];
 const TRAIN_ACCURACY = [255, 127, 14];
 const LR_CHANGE = [44, 160, 44];
+const LR = [148, 103, 189];
 
 for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) {
   test(`trains lenet from a shared link (${backend})`, { timeout: 900_000 }, async () => {
@@ -973,6 +974,80 @@ test('100 kept runs of 2 epochs: the table and the charts of all of them stay re
   await page.close();
 });
 
+// The range test's answer, once the page is back from it.
+async function findLr(page) {
+  await page.click('#find-lr');
+  await page.waitForSelector('body[data-state="finding-lr"]');
+  await page.waitForSelector('body[data-state="ready"]', { timeout: 240_000 });
+  return page.$eval('#lr-find-chart', (c) => ({ suggestion: c.dataset.suggestion, points: Number(c.dataset.points) }));
+}
+
+async function downloadWeights(page, name) {
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-weights')]);
+  const path = new URL(name, screenshots).pathname;
+  await download.saveAs(path);
+  return readFileSync(path);
+}
+
+test('find a learning rate on the CPU: a suggestion for lenet, Use puts it in the form and the link, the model is left as it was', { timeout: 600_000 }, async () => {
+  const page = await open('?model=lenet&epochs=1&train_limit=1280&test_limit=500&backend=cpu');
+  const fresh = await findLr(page);
+  assert.equal(fresh.points > 20, true, JSON.stringify(fresh));
+  const lr = Number(fresh.suggestion);
+  assert.ok(lr >= 1e-3 && lr <= 0.5, `suggested ${fresh.suggestion}`);
+  assert.match(await page.textContent('#lr-find-status'), /^(The loss diverged at .+\. )?Suggested: .+ \(the rate of the lowest smoothed loss, divided by 10\)\.$/);
+  await page.click('#use-lr');
+  assert.equal(await page.inputValue('#lr'), fresh.suggestion);
+  assert.equal(new URL(page.url()).searchParams.get('lr'), fresh.suggestion);
+  // A trained model, tested as the model runs train on from: the same file before and after.
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  const before = await downloadWeights(page, 'lr-find-before.safetensors');
+  await page.check('#from-model');
+  const trained = await findLr(page);
+  assert.ok(trained.points > 20, JSON.stringify(trained));
+  const after = await downloadWeights(page, 'lr-find-after.safetensors');
+  assert.ok(before.equals(after), 'the range test changed the model');
+  assert.deepEqual(page.consoleErrors, []);
+  await page.close();
+});
+
+test('a one-cycle run follows the schedule its preview drew, the learning rate charted as its own series', { timeout: 600_000 }, async () => {
+  const page = await open('?model=lenet-small&epochs=2&train_limit=1280&test_limit=500&log_interval=5&schedule=onecycle&lr=0.05&backend=cpu');
+  const preview = await page.$eval('#schedule-preview', (c) => ({ rates: JSON.parse(c.dataset.rates), stride: Number(c.dataset.stride) }));
+  assert.equal(preview.stride, 1);
+  assert.equal(preview.rates.length, 2 * 20, 'two epochs of 20 batches');
+  const peak = preview.rates.indexOf(Math.max(...preview.rates));
+  assert.equal(preview.rates[peak], 0.05, 'one-cycle peaks at the learning rate');
+  assert.ok(peak > 5 && peak < 20, `the peak at step ${peak}`);
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  const [id] = (await keptRuns(page)).map((r) => r.id);
+  const { file } = await exportRun(page, id, 'onecycle.json');
+  const logged = file.run.metrics.losses;
+  assert.ok(logged.length >= 8, JSON.stringify(logged));
+  for (const { step, lr } of logged) {
+    assert.ok(Math.abs(lr - preview.rates[step - 1]) <= 1e-12 * preview.rates[step - 1], `step ${step}: ${lr} against ${preview.rates[step - 1]}`);
+  }
+  assert.ok(await pixels(page, 'loss-chart', LR) > 50, 'the learning rate is drawn');
+  await page.close();
+});
+
+test('early stopping ends a run whose learning rate is too low, and keeps its best epoch\'s model', { timeout: 600_000 }, async () => {
+  const page = await open('?model=lenet-small&epochs=6&train_limit=1280&test_limit=500&lr=0.00001&patience=1&min_delta=0.01&backend=cpu');
+  assert.equal(await page.$eval('#early-stop-settings', (d) => d.open), true, 'set, the early stopping settings are shown');
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="stopped-early"]', { timeout: 300_000 });
+  const log = await page.textContent('#log');
+  assert.equal((log.match(/Test set:/g) ?? []).length, 2, 'epoch 1, then one epoch without improvement');
+  assert.match(log, /Early stopping: the test set stopped improving; keeping epoch 1's model, the best \(test loss \d\.\d{4}\)/);
+  assert.match(await page.textContent('#model-status'), /lenet-small, epoch 1's \(the best\)/);
+  assert.match(await page.textContent('#run-state'), /stopped early/);
+  const [run] = await keptRuns(page);
+  assert.equal(run.end, 'stopped early');
+  await page.close();
+});
+
 // Text that overflows its box or wraps mid-phrase, and sideways scrolling, as [what, problem].
 function layoutProblems() {
   const problems = [];
@@ -1098,12 +1173,14 @@ test('keyboard alone: tab to the settings and Start, run, pause and stop; the st
   const page = await open('?epochs=1&train_limit=6400&test_limit=200&log_interval=10&model=lenet-small&backend=cpu');
   // Tab order follows the layout: the settings first, from the model down, then Start.
   const order = [];
-  for (let i = 0; i < 14; i++) {
+  for (let i = 0; i < 18; i++) {
     await page.keyboard.press('Tab');
     order.push(await page.evaluate(() => document.activeElement.id));
   }
-  assert.deepEqual(order.slice(0, 12), ['model', 'optimizer', 'lr', 'momentum', 'batch-size', 'epochs', 'seed',
-    'log-interval', 'train-limit', 'test-limit', 'backend-choice', 'start'], `tab order ${order}`);
+  // The folded groups' summaries in their place; their fields only once opened.
+  assert.deepEqual(order.slice(0, 16), ['model', 'optimizer', 'lr', 'momentum', 'nesterov', 'weight-decay',
+    'batch-size', 'epochs', 'seed', 'log-interval', 'train-limit', 'test-limit', 'schedule-summary',
+    'early-stop-summary', 'backend-choice', 'start'], `tab order ${order}`);
   await page.focus('#start');
   await page.keyboard.press('Enter');
   await page.waitForSelector('body[data-state="training"]');
