@@ -79,7 +79,10 @@ pub fn draw_lr_finding<DB: DrawingBackend>(
 /// An axis label: "1e-6", "0.001", "1".
 fn rate_label(lr: f64) -> String {
     match (1e-3..1e3).contains(&lr) {
-        true => format!("{:.0e}", lr).parse::<f64>().unwrap_or(lr).to_string(),
+        true => format!("{:.0e}", lr)
+            .parse::<f64>()
+            .unwrap_or(lr)
+            .to_string(),
         false => format!("{lr:.0e}"),
     }
 }

@@ -11,6 +11,7 @@ mod corpus;
 
 mod cli;
 mod cli_results;
+mod cli_schedules;
 mod compare;
 mod cubecl_kernels;
 mod early_stop;
