@@ -7,8 +7,8 @@ use crate::runs::RunRecord;
 use crate::runs::chart::{self, ChartOptions, XAxis};
 use crate::runs::table::{Column, render_text, sort};
 
-use super::CliError;
 use super::run_folder::read_run;
+use super::{CliError, write_svg};
 
 #[derive(clap::Args)]
 pub struct CompareArgs {
@@ -66,10 +66,5 @@ pub fn run_compare(args: CompareArgs) -> Result<(), CliError> {
         },
     };
     let svg = chart::render_svg(&chart::series(&shown, args.mean_seeds), &options)?;
-    std::fs::write(&args.svg, svg).map_err(|source| CliError::Write {
-        path: args.svg.clone(),
-        source,
-    })?;
-    println!("Wrote {}", args.svg.display());
-    Ok(())
+    write_svg(&args.svg, svg)
 }

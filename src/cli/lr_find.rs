@@ -9,7 +9,7 @@ use crate::model::NetConfig;
 use crate::train::TrainControl;
 use crate::train::lr_find::{LrRange, SUGGESTION_RULE, find_lr};
 
-use super::{CliError, RunArgs, load, load_weights};
+use super::{CliError, RunArgs, load, load_weights, write_svg};
 
 #[derive(clap::Args)]
 pub struct LrFindArgs {
@@ -77,11 +77,5 @@ pub fn run_lr_find(args: LrFindArgs) -> Result<(), CliError> {
         Some(lr) => println!("Suggested learning rate: {} ({SUGGESTION_RULE})", short(lr)),
         None => println!("No suggestion: no loss was finite"),
     }
-    let svg = render_svg(&finding)?;
-    std::fs::write(&args.svg, svg).map_err(|source| CliError::Write {
-        path: args.svg.clone(),
-        source,
-    })?;
-    println!("Wrote {}", args.svg.display());
-    Ok(())
+    write_svg(&args.svg, render_svg(&finding)?)
 }

@@ -129,6 +129,16 @@ fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, C
     })
 }
 
+/// Writes an SVG chart to `path` and says so.
+fn write_svg(path: &Path, svg: String) -> Result<(), CliError> {
+    std::fs::write(path, svg).map_err(|source| CliError::Write {
+        path: path.into(),
+        source,
+    })?;
+    println!("Wrote {}", path.display());
+    Ok(())
+}
+
 fn load_checkpoint(path: &Path) -> Result<Checkpoint, CliError> {
     let bytes = read_limited(path, MAX_CHECKPOINT_BYTES)?;
     Checkpoint::from_bytes(&bytes).map_err(|source| CliError::Checkpoint {

@@ -292,3 +292,60 @@ fn a_learning_rate_changed_mid_run_applies_from_the_next_step_and_is_checkpointe
     let expected: Vec<_> = changed.losses.iter().filter(|(s, _)| *s > step).collect();
     assert_eq!(resumed.losses.iter().collect::<Vec<_>>(), expected);
 }
+
+/// A rate applied mid-run scales the rest of a schedule: the step it reaches gets the rate
+/// asked for, each later step its scheduled rate times the same factor, and a resumed run
+/// goes on with the scaled schedule.
+#[test]
+fn a_learning_rate_changed_mid_run_scales_the_rest_of_its_schedule() {
+    let mut config = config(OptimizerKind::Sgd);
+    config.set("schedule", "cosine").unwrap();
+    config.set("min_lr", "0.005").unwrap();
+    let full = full_run(&config);
+    let control = TrainControl::default();
+    let mut changed = Record::default();
+    pollster::block_on(train(
+        &config,
+        &common::mnist(),
+        &Device::flex(),
+        &control,
+        |event| {
+            if let TrainEvent::Step(step) = &event
+                && step.step == 5
+            {
+                // Step 6 was to take the scheduled rate; it takes 0.1 instead.
+                control.set_lr(0.1).unwrap();
+            }
+            changed.event(event);
+        },
+    ))
+    .unwrap();
+    let rate = |record: &Record, step: usize| {
+        let found = record.rates.iter().find(|(s, _)| *s == step).unwrap();
+        f64::from_bits(found.1)
+    };
+    for step in 1..=5 {
+        assert_eq!(rate(&changed, step), rate(&full, step));
+    }
+    let factor = 0.1 / rate(&full, 6);
+    for step in 6..=20 {
+        let (found, scheduled) = (rate(&changed, step), rate(&full, step) * factor);
+        assert!(
+            (found - scheduled).abs() <= 1e-12 * scheduled,
+            "step {step}: {found} against {scheduled}"
+        );
+    }
+    // The checkpoints carry the scaled schedule: a resumed run goes on with its rates.
+    let checkpoint = changed
+        .checkpoints
+        .iter()
+        .find(|c| c.position.step > 10)
+        .unwrap();
+    let (resumed, _) = resumed_run(checkpoint).unwrap();
+    let expected: Vec<_> = changed
+        .rates
+        .iter()
+        .filter(|(s, _)| *s > checkpoint.position.step)
+        .collect();
+    assert_eq!(resumed.rates.iter().collect::<Vec<_>>(), expected);
+}
