@@ -42,7 +42,7 @@ pub enum CliError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Chart(#[from] crate::metrics::chart::ChartError),
+    Chart(#[from] crate::metrics::chart_style::ChartError),
     #[error("{}: not a run's metrics: {message}", .path.display())]
     Metrics { path: PathBuf, message: String },
     #[error("cannot write {}: {source}", .path.display())]

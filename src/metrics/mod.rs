@@ -2,6 +2,7 @@
 //! charted by the CLI and the page alike.
 
 pub mod chart;
+pub mod chart_style;
 pub mod lr_find_chart;
 pub mod schedule_chart;
 

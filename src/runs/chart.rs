@@ -9,9 +9,8 @@ use plotters::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::metrics::RunMetrics;
-use crate::metrics::chart::{
-    ChartError, ChartTheme, Corner, LegendRow, Mark, side_by_side_svg, smoothed_by,
-};
+use crate::metrics::chart::{side_by_side_svg, smoothed_by};
+use crate::metrics::chart_style::{ChartError, ChartTheme, Corner, LegendRow, Mark};
 use crate::runs::RunRecord;
 use crate::runs::table::{differing_settings, seed_groups, settings_text};
 

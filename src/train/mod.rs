@@ -3,6 +3,8 @@
 pub mod checkpoint;
 mod control;
 pub mod early_stop;
+mod end;
+mod evaluate;
 mod events;
 pub mod interval;
 pub mod lr_find;
@@ -12,32 +14,30 @@ pub mod step;
 
 use std::sync::Arc;
 
-use burn::nn::loss::CrossEntropyLossConfig;
 use burn::prelude::*;
-use burn::tensor::kind::Basic;
-use burn::tensor::{Element, ExecutionError};
+use burn::tensor::ExecutionError;
 use thiserror::Error;
 use web_time::{Duration, Instant};
 
 use crate::config::{ConfigError, TrainConfig};
-use crate::data::batcher::{MnistBatch, MnistBatcher, epoch_order};
-use crate::data::{Mnist, MnistSplit};
-use crate::model::{CLASSES, Net, NetConfig};
+use crate::data::Mnist;
+use crate::data::batcher::{MnistBatcher, epoch_order};
+use crate::model::{Net, NetConfig};
 use crate::platform;
 
-use checkpoint::{Checkpoint, CheckpointError, Position, model_from_weights};
+use checkpoint::{Checkpoint, CheckpointError, Position};
 use early_stop::{EarlyStopState, Verdict};
 use interval::IntervalMeter;
 use optimizer::Optimizer;
 use step::Stepper;
 
 pub use control::TrainControl;
+use end::End;
+pub use evaluate::evaluate;
+pub(crate) use evaluate::read_scalar;
 pub use events::{
     Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent, kept_line,
 };
-
-/// Test batches are larger than training ones: no gradients are kept.
-const EVAL_BATCH: usize = 1000;
 
 #[derive(Debug, Error)]
 pub enum TrainError {
@@ -353,108 +353,4 @@ async fn run_on(
     }
     let samples_per_sec = rate(position.trained_samples, training_time);
     End::new(Outcome::Completed, samples_per_sec, &early).finish(model, &config, device, on_event)
-}
-
-/// How a run ended, and what it keeps.
-struct End<'a> {
-    outcome: Outcome,
-    samples_per_sec: f64,
-    early: &'a EarlyStopState,
-}
-
-impl<'a> End<'a> {
-    fn new(outcome: Outcome, samples_per_sec: f64, early: &'a EarlyStopState) -> Self {
-        Self {
-            outcome,
-            samples_per_sec,
-            early,
-        }
-    }
-
-    /// Reports the end; the model kept is `model`, or early stopping's best epoch's.
-    fn finish(
-        self,
-        model: Net,
-        config: &TrainConfig,
-        device: &Device,
-        on_event: &mut impl FnMut(TrainEvent),
-    ) -> Result<Trained, TrainError> {
-        let (model, best_epoch) = match &self.early.best {
-            Some(best) => {
-                let kept = model_from_weights(config, &best.weights, device)?;
-                on_event(TrainEvent::BestKept {
-                    epoch: best.epoch,
-                    on: config.early_stop.on,
-                    value: best.value,
-                    ended_early: self.outcome == Outcome::EarlyStopped,
-                });
-                (kept, Some(best.epoch))
-            }
-            None => (model, None),
-        };
-        if self.outcome != Outcome::Diverged {
-            on_event(TrainEvent::Done {
-                outcome: self.outcome,
-                samples_per_sec: self.samples_per_sec,
-            });
-        }
-        Ok(Trained {
-            model,
-            outcome: self.outcome,
-            best_epoch,
-        })
-    }
-}
-
-/// Reads a one-element tensor back without blocking, which WebGPU cannot do.
-pub(crate) async fn read_scalar<E: Element, K: Basic>(
-    tensor: Tensor<1, K>,
-) -> Result<E, TrainError> {
-    tensor
-        .into_scalar_async::<E>()
-        .await
-        .map_err(TrainError::from)
-}
-
-/// Average cross-entropy, accuracy and confusion matrix of `model` on the first `len` samples
-/// of `split`, read back once.
-pub async fn evaluate(
-    model: &Net,
-    split: &MnistSplit,
-    len: usize,
-    batcher: &MnistBatcher,
-    epoch: usize,
-) -> Result<EpochReport, TrainError> {
-    if len == 0 {
-        return Err(TrainError::EmptyData("test"));
-    }
-    let model = model.valid();
-    let loss_fn = CrossEntropyLossConfig::new().init(batcher.device());
-    let indices: Vec<usize> = (0..len).collect();
-    let (mut losses, mut predictions) = (Vec::new(), Vec::new());
-    for chunk in indices.chunks(EVAL_BATCH) {
-        let MnistBatch { images, targets } = batcher.batch(split, chunk);
-        let logits = model.forward(images);
-        let loss = loss_fn.forward(logits.clone(), targets);
-        losses.push(loss.mul_scalar(chunk.len() as f32));
-        predictions.push(logits.argmax(1).reshape([chunk.len()]));
-    }
-    let loss_sum: f32 = read_scalar(Tensor::cat(losses, 0).sum()).await?;
-    let predictions = Tensor::cat(predictions, 0).into_data_async().await?;
-    let predictions = predictions
-        .convert::<i64>()
-        .try_into_vec::<i64>()
-        .map_err(|e| TrainError::Readback(format!("{e:?}")))?;
-    let mut confusion = [[0; CLASSES]; CLASSES];
-    for (index, &predicted) in predictions.iter().enumerate() {
-        let row = &mut confusion[usize::from(split.label(index))];
-        row[(predicted as usize).min(CLASSES - 1)] += 1;
-    }
-    Ok(EpochReport {
-        epoch,
-        test_loss: loss_sum / len as f32,
-        correct: (0..CLASSES).map(|digit| confusion[digit][digit]).sum(),
-        total: len,
-        confusion,
-    })
 }

@@ -1,0 +1,67 @@
+//! The test set's evaluation after each epoch, and reading a scalar back.
+
+use burn::nn::loss::CrossEntropyLossConfig;
+use burn::prelude::*;
+use burn::tensor::Element;
+use burn::tensor::kind::Basic;
+
+use super::{EpochReport, TrainError};
+use crate::data::MnistSplit;
+use crate::data::batcher::{MnistBatch, MnistBatcher};
+use crate::model::{CLASSES, Net};
+
+/// Test batches are larger than training ones: no gradients are kept.
+const EVAL_BATCH: usize = 1000;
+
+/// Reads a one-element tensor back without blocking, which WebGPU cannot do.
+pub(crate) async fn read_scalar<E: Element, K: Basic>(
+    tensor: Tensor<1, K>,
+) -> Result<E, TrainError> {
+    tensor
+        .into_scalar_async::<E>()
+        .await
+        .map_err(TrainError::from)
+}
+
+/// Average cross-entropy, accuracy and confusion matrix of `model` on the first `len` samples
+/// of `split`, read back once.
+pub async fn evaluate(
+    model: &Net,
+    split: &MnistSplit,
+    len: usize,
+    batcher: &MnistBatcher,
+    epoch: usize,
+) -> Result<EpochReport, TrainError> {
+    if len == 0 {
+        return Err(TrainError::EmptyData("test"));
+    }
+    let model = model.valid();
+    let loss_fn = CrossEntropyLossConfig::new().init(batcher.device());
+    let indices: Vec<usize> = (0..len).collect();
+    let (mut losses, mut predictions) = (Vec::new(), Vec::new());
+    for chunk in indices.chunks(EVAL_BATCH) {
+        let MnistBatch { images, targets } = batcher.batch(split, chunk);
+        let logits = model.forward(images);
+        let loss = loss_fn.forward(logits.clone(), targets);
+        losses.push(loss.mul_scalar(chunk.len() as f32));
+        predictions.push(logits.argmax(1).reshape([chunk.len()]));
+    }
+    let loss_sum: f32 = read_scalar(Tensor::cat(losses, 0).sum()).await?;
+    let predictions = Tensor::cat(predictions, 0).into_data_async().await?;
+    let predictions = predictions
+        .convert::<i64>()
+        .try_into_vec::<i64>()
+        .map_err(|e| TrainError::Readback(format!("{e:?}")))?;
+    let mut confusion = [[0; CLASSES]; CLASSES];
+    for (index, &predicted) in predictions.iter().enumerate() {
+        let row = &mut confusion[usize::from(split.label(index))];
+        row[(predicted as usize).min(CLASSES - 1)] += 1;
+    }
+    Ok(EpochReport {
+        epoch,
+        test_loss: loss_sum / len as f32,
+        correct: (0..CLASSES).map(|digit| confusion[digit][digit]).sum(),
+        total: len,
+        confusion,
+    })
+}
