@@ -93,7 +93,7 @@ pub struct ScheduleConfig {
     /// Cosine's last rate (PyTorch's `eta_min`).
     pub min_lr: f64,
     /// One-cycle's share of the run spent rising (PyTorch's `pct_start`).
-    pub warmup: f64,
+    pub warmup_share: f64,
 }
 
 impl Default for ScheduleConfig {
@@ -106,7 +106,7 @@ impl Default for ScheduleConfig {
             step_unit: StepUnit::Epochs,
             gamma: 0.1,
             min_lr: 0.0,
-            warmup: 0.3,
+            warmup_share: 0.3,
         }
     }
 }
@@ -201,7 +201,7 @@ impl TrainConfig {
             (
                 "warm-up",
                 "above 0 and below 1",
-                schedule.warmup,
+                schedule.warmup_share,
                 1e-9..=1.0 - 1e-9,
             ),
             (
@@ -319,7 +319,7 @@ mod tests {
             Err("weight decay must be from 0 to 1, got -0.1".into())
         );
         assert!(check(|c| c.schedule.gamma = 0.0).is_err());
-        assert!(check(|c| c.schedule.warmup = 1.0).is_err());
+        assert!(check(|c| c.schedule.warmup_share = 1.0).is_err());
         assert!(check(|c| c.schedule.min_lr = 0.5).is_err());
         assert!(check(|c| c.schedule.step_size = 0).is_err());
         assert!(check(|c| c.early_stop.patience = Some(0)).is_err());

@@ -245,12 +245,12 @@ pub static SETTINGS: [Setting; 21] = [
         },
     },
     Setting {
-        name: "warmup",
+        name: "warmup_share",
         always_written: false,
         help: "The one-cycle schedule's share of the run spent rising to the learning rate",
-        get: |c| c.schedule.warmup.to_string(),
+        get: |c| c.schedule.warmup_share.to_string(),
         set: |c, v| {
-            c.schedule.warmup = number("warm-up", "a number", v)?;
+            c.schedule.warmup_share = number("warm-up", "a number", v)?;
             Ok(())
         },
     },

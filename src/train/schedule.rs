@@ -55,7 +55,7 @@ fn onecycle(config: &TrainConfig, step: f64, total: usize) -> Rates {
     let start = peak / ONECYCLE_DIV_FACTOR;
     let end = start / ONECYCLE_FINAL_DIV_FACTOR;
     let (low, high) = ONECYCLE_MOMENTUM;
-    let rising_end = config.schedule.warmup * total as f64 - 1.0;
+    let rising_end = config.schedule.warmup_share * total as f64 - 1.0;
     let last = total as f64 - 1.0;
     let (lr, momentum) = match step <= rising_end {
         true => {
@@ -186,7 +186,7 @@ mod tests {
         let config = TrainConfig::from_pairs([
             ("schedule", "onecycle"),
             ("epochs", "1"),
-            ("warmup", "0.01"),
+            ("warmup_share", "0.01"),
         ])
         .unwrap();
         let lrs = learning_rates(&config, 3);
