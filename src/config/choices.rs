@@ -113,6 +113,18 @@ choice! {
 }
 
 choice! {
+    /// Which layers a run leaves as they are: fine-tuning a trained model often trains only
+    /// its classifier.
+    Freeze, "freeze" {
+        /// Every layer trains.
+        #[default]
+        Nothing = "none",
+        /// The convolutions keep their weights to the bit; the fully connected layers train.
+        Conv = "conv",
+    }
+}
+
+choice! {
     /// A switch, as the form's select and links write it.
     Switch, "switch" {
         #[default]

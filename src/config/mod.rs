@@ -7,7 +7,7 @@ pub mod settings;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-pub use choices::{ModelKind, OptimizerKind, ScheduleKind, StepUnit, StopOn, Switch};
+pub use choices::{Freeze, ModelKind, OptimizerKind, ScheduleKind, StepUnit, StopOn, Switch};
 
 /// Far past any learning rate that trains; still finite, so a divergence is reported as one.
 pub const MAX_LR: f64 = 1e6;
@@ -78,6 +78,8 @@ pub struct TrainConfig {
     pub test_limit: Option<usize>,
     pub schedule: ScheduleConfig,
     pub early_stop: EarlyStopConfig,
+    /// The layers left as they are.
+    pub freeze: Freeze,
 }
 
 /// How the learning rate moves over the run (src/train/schedule.rs has the formulas).
@@ -140,6 +142,7 @@ impl Default for TrainConfig {
             test_limit: None,
             schedule: ScheduleConfig::default(),
             early_stop: EarlyStopConfig::default(),
+            freeze: Freeze::Nothing,
         }
     }
 }

@@ -73,7 +73,7 @@ impl Setting {
 const COUNT: &str = "a whole number";
 
 /// Every setting of [`TrainConfig`], in the order the CLI's help and the page's form show them.
-pub static SETTINGS: [Setting; 21] = [
+pub static SETTINGS: [Setting; 22] = [
     Setting {
         name: "model",
         always_written: true,
@@ -281,6 +281,16 @@ pub static SETTINGS: [Setting; 21] = [
         get: |c| c.early_stop.on.to_string(),
         set: |c, v| {
             c.early_stop.on = v.parse()?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "freeze",
+        always_written: false,
+        help: "Layers that keep their weights: none, or conv (the convolutions)",
+        get: |c| c.freeze.to_string(),
+        set: |c, v| {
+            c.freeze = v.parse()?;
             Ok(())
         },
     },

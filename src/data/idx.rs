@@ -144,6 +144,24 @@ fn parse_idx<'a>(
     Ok((dims, data))
 }
 
+/// `images` (784 bytes each) as an IDX image file, as MNIST's own files are laid out.
+pub fn write_images(images: &[u8]) -> Vec<u8> {
+    let count = (images.len() / IMAGE_PIXELS) as u32;
+    let side = IMAGE_SIDE as u32;
+    let header = [IMAGES_MAGIC, count, side, side];
+    let mut bytes: Vec<u8> = header.iter().flat_map(|n| n.to_be_bytes()).collect();
+    bytes.extend_from_slice(&images[..count as usize * IMAGE_PIXELS]);
+    bytes
+}
+
+/// `labels` as an IDX label file.
+pub fn write_labels(labels: &[u8]) -> Vec<u8> {
+    let header = [LABELS_MAGIC, labels.len() as u32];
+    let mut bytes: Vec<u8> = header.iter().flat_map(|n| n.to_be_bytes()).collect();
+    bytes.extend_from_slice(labels);
+    bytes
+}
+
 /// Parses an IDX3 image file (raw or gzip) of 28x28 images; returns the pixels, one byte each.
 pub fn parse_images(file: &str, bytes: &[u8]) -> Result<Vec<u8>, IdxError> {
     let bytes = inflate(file, bytes)?;
@@ -302,6 +320,18 @@ pub(crate) mod tests {
         assert_eq!(
             problem(parse_images("f", &gzip(&header))),
             IdxProblem::TooLarge
+        );
+    }
+
+    #[test]
+    fn written_files_read_back_as_they_were() {
+        let images: Vec<u8> = (0..3 * IMAGE_PIXELS).map(|i| (i % 251) as u8).collect();
+        let labels = [7, 0, 9];
+        assert_eq!(parse_images("i", &write_images(&images)).unwrap(), images);
+        assert_eq!(parse_labels("l", &write_labels(&labels)).unwrap(), labels);
+        assert_eq!(
+            &write_images(&images)[..16],
+            &[0, 0, 8, 3, 0, 0, 0, 3, 0, 0, 0, 28, 0, 0, 0, 28]
         );
     }
 }

@@ -3,6 +3,7 @@
 
 pub mod batcher;
 pub mod idx;
+pub mod mnist_form;
 pub mod resident;
 
 use std::io::Read;

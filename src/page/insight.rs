@@ -13,15 +13,13 @@ use web_sys::{
 
 use super::dom::{self, by_id, document, set_text};
 use super::{PageError, Shared};
-use crate::data::{IMAGE_PIXELS, IMAGE_SIDE};
+use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, mnist_form};
 use crate::model::CLASSES;
 use crate::predict::predicted;
 use crate::session::protocol::{Confused, Gallery, Payload, Predict};
 use crate::train::EpochReport;
 
 const GUESS_EVERY_MS: f64 = 150.0;
-/// MNIST's digits fill a 20x20 box in the middle of their 28x28 image.
-const DIGIT_BOX: f64 = 20.0;
 
 fn element(tag: &str, text: &str) -> Element {
     let element = document().create_element(tag).expect("a valid tag");
@@ -216,47 +214,15 @@ pub async fn show_gallery(page: &Shared) -> Result<(), PageError> {
     Ok(())
 }
 
-/// What is drawn on `canvas` as an MNIST digit: cropped to its ink, scaled into a 20x20 box and
-/// centred in 28x28, one byte a pixel. `None` while nothing is drawn.
+/// What is drawn on `canvas` in MNIST's form (`data::mnist_form`: cropped to its ink, fitted
+/// into 20×20, centred by its mass in 28×28), one byte a pixel. `None` while nothing is drawn.
 fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
     let (width, height) = (canvas.width(), canvas.height());
-    let ink = context(canvas)
+    let rgba = context(canvas)
         .get_image_data(0.0, 0.0, width.into(), height.into())
         .ok()?
         .data();
-    let inked = |x: u32, y: u32| ink[((y * width + x) * 4) as usize] > 0;
-    let (mut left, mut top, mut right, mut bottom) = (width, height, 0, 0);
-    for y in 0..height {
-        for x in 0..width {
-            if inked(x, y) {
-                (left, top) = (left.min(x), top.min(y));
-                (right, bottom) = (right.max(x + 1), bottom.max(y + 1));
-            }
-        }
-    }
-    if right <= left || bottom <= top {
-        return None;
-    }
-    let (w, h) = (f64::from(right - left), f64::from(bottom - top));
-    let scale = DIGIT_BOX / w.max(h);
-    let side = IMAGE_SIDE as f64;
-    let small = by_id::<HtmlCanvasElement>("draw-small");
-    let target = context(&small);
-    target.set_fill_style_str("black");
-    target.fill_rect(0.0, 0.0, side, side);
-    let _ = target.draw_image_with_html_canvas_element_and_sw_and_sh_and_dx_and_dy_and_dw_and_dh(
-        canvas,
-        left.into(),
-        top.into(),
-        w,
-        h,
-        (side - w * scale) / 2.0,
-        (side - h * scale) / 2.0,
-        w * scale,
-        h * scale,
-    );
-    let data = target.get_image_data(0.0, 0.0, side, side).ok()?.data();
-    Some(data.iter().step_by(4).copied().take(IMAGE_PIXELS).collect())
+    mnist_form::from_rgba(&rgba, width as usize, height as usize).ok()
 }
 
 async fn show_probabilities(page: &Shared) -> Result<(), PageError> {

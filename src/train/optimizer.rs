@@ -9,7 +9,7 @@ use burn::module::{Module, ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
-use crate::config::{OptimizerKind, ScheduleKind, TrainConfig};
+use crate::config::{Freeze, OptimizerKind, ScheduleKind, TrainConfig};
 use crate::model::channels_last_memory;
 
 /// PyTorch's Adam defaults.
@@ -73,6 +73,7 @@ pub struct Optimizer {
     kind: OptimizerKind,
     nesterov: bool,
     weight_decay: f64,
+    freeze: Freeze,
     /// Steps taken: Adam's bias corrections depend on it.
     pub steps: u64,
     /// By parameter path, e.g. `fc1.weight`; empty before the first step.
@@ -85,6 +86,7 @@ impl Optimizer {
             kind: config.optimizer,
             nesterov: config.nesterov,
             weight_decay: config.weight_decay,
+            freeze: config.freeze,
             steps: 0,
             state: BTreeMap::new(),
         }
@@ -101,7 +103,16 @@ impl Optimizer {
         }
     }
 
-    /// One step of every parameter of `module` that has a gradient in `grads`.
+    /// Whether the parameter at `path` (`conv1.weight`) is left as it is.
+    fn frozen(&self, path: &str) -> bool {
+        match self.freeze {
+            Freeze::Nothing => false,
+            Freeze::Conv => path.starts_with("conv"),
+        }
+    }
+
+    /// One step of every parameter of `module` that has a gradient in `grads`, but those
+    /// frozen.
     pub fn step<M: Module>(&mut self, rates: Rates, module: M, mut grads: GradientsParams) -> M {
         self.steps += 1;
         module.map(&mut StepMapper {
@@ -212,10 +223,14 @@ impl ModuleMapper for StepMapper<'_> {
         let Some(grad) = self.grads.remove::<D>(id) else {
             return Param::from_mapped_value(id, tensor, mapper);
         };
+        let path = self.path.join(".");
+        if self.optimizer.frozen(&path) {
+            return Param::from_mapped_value(id, tensor, mapper);
+        }
         let require_grad = tensor.is_require_grad();
         let weight = self
             .optimizer
-            .update(self.path.join("."), tensor.inner(), grad, self.rates);
+            .update(path, tensor.inner(), grad, self.rates);
         let mut tensor = Tensor::from_inner(weight);
         if require_grad {
             tensor = tensor.require_grad();

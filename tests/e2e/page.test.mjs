@@ -467,7 +467,7 @@ test('a bad file of my own is named with its problem', async () => {
   await page.setInputFiles('#file-train-labels', file('my-labels.idx', [0, 0, 8, 1, 0, 0, 0, 0]));
   await page.setInputFiles('#file-test-images', file('test-images.idx', [0, 0, 8, 3]));
   await page.setInputFiles('#file-test-labels', file('test-labels.idx', [0, 0, 8, 1, 0, 0, 0, 0]));
-  await page.click('summary');
+  await page.click('#own-files-summary');
   await page.click('#use-files');
   await page.waitForFunction(() => document.querySelector('#error').textContent !== '');
   assert.equal(await page.textContent('#error'),
@@ -1173,14 +1173,14 @@ test('keyboard alone: tab to the settings and Start, run, pause and stop; the st
   const page = await open('?epochs=1&train_limit=6400&test_limit=200&log_interval=10&model=lenet-small&backend=cpu');
   // Tab order follows the layout: the settings first, from the model down, then Start.
   const order = [];
-  for (let i = 0; i < 18; i++) {
+  for (let i = 0; i < 19; i++) {
     await page.keyboard.press('Tab');
     order.push(await page.evaluate(() => document.activeElement.id));
   }
   // The folded groups' summaries in their place; their fields only once opened.
-  assert.deepEqual(order.slice(0, 16), ['model', 'optimizer', 'lr', 'momentum', 'nesterov', 'weight-decay',
+  assert.deepEqual(order.slice(0, 17), ['model', 'optimizer', 'lr', 'momentum', 'nesterov', 'weight-decay',
     'batch-size', 'epochs', 'seed', 'log-interval', 'train-limit', 'test-limit', 'schedule-summary',
-    'early-stop-summary', 'backend-choice', 'start'], `tab order ${order}`);
+    'early-stop-summary', 'fine-tune-summary', 'backend-choice', 'start'], `tab order ${order}`);
   await page.focus('#start');
   await page.keyboard.press('Enter');
   await page.waitForSelector('body[data-state="training"]');

@@ -15,6 +15,7 @@ mod cli_schedules;
 mod compare;
 mod cubecl_kernels;
 mod early_stop;
+mod fine_tune;
 mod flex_kernels;
 mod intervals;
 mod lr_find;
