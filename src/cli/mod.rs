@@ -5,6 +5,7 @@ mod bench;
 mod compare;
 mod error;
 mod lr_find;
+mod own_data;
 mod run_folder;
 mod settings;
 mod train;
@@ -69,9 +70,14 @@ enum Command {
 /// The data and the backend: shared by `train`, `bench` and `eval`.
 #[derive(clap::Args)]
 struct SetupArgs {
-    /// Directory with the four MNIST IDX files (raw or .gz).
+    /// Directory with the four MNIST IDX files (raw or .gz); or your own digits as a
+    /// training pair alone (train-images-idx3-ubyte, train-labels-idx1-ubyte), a fifth of
+    /// which is held out to measure.
     #[arg(long, default_value = "data/mnist")]
     data: PathBuf,
+    /// MNIST, for training on your own digits: mixed in (--mix-mnist) and tested on.
+    #[arg(long, default_value = "data/mnist")]
+    mnist: PathBuf,
     /// auto (a hardware GPU if there is one, else the CPU), gpu or cpu.
     #[arg(long, default_value = "auto")]
     backend: BackendChoice,

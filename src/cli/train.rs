@@ -14,8 +14,10 @@ use crate::train::checkpoint::Position;
 use crate::train::{Outcome, TrainControl, TrainEvent, kept_line, resume, train_from};
 
 use super::error::INTERRUPTED_EXIT;
+use super::own_data::{measured, report, run_data};
 use super::run_folder::{CHECKPOINT, CheckpointWrites, RunFolder, save_results};
-use super::{CliError, RunArgs, load, load_checkpoint, load_weights};
+use super::{CliError, RunArgs, load_checkpoint, load_weights};
+use crate::device::select_device;
 
 #[derive(clap::Args)]
 pub struct TrainArgs {
@@ -50,7 +52,9 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         Some(checkpoint) => checkpoint.config.clone(),
         None => settings.apply(TrainConfig::default())?,
     };
-    let (data, device) = load(&args.run.setup)?;
+    let run = run_data(&args.run.setup, &config)?;
+    let data = &run.data;
+    let device = pollster::block_on(select_device(args.run.setup.backend))?;
     device.check_batch(config.model, config.batch_size)?;
     println!("Backend: {} ({})", device.adapter, device.reason);
     let folder = match (&args.resume, &checkpoint) {
@@ -130,16 +134,25 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         }
         metrics.record(&event);
     };
+    let start = match (&checkpoint, &args.init) {
+        (Some(_), _) => None,
+        (None, Some(path)) => Some(load_weights(path, config.model, &device.device)?),
+        (None, None) => Some(NetConfig::from(config.model).init(&device.device, config.seed)),
+    };
+    // On one's own digits, the model before and after: what fine-tuning changed.
+    let before = match &start {
+        Some(model) => measured(model, &run, &device.device)?,
+        None => None,
+    };
     let trained = pollster::block_on(async {
-        match &checkpoint {
-            Some(checkpoint) => resume(checkpoint, &data, &device.device, &control, on_event).await,
-            None => {
-                let model = match &args.init {
-                    Some(path) => load_weights(path, config.model, &device.device)?,
-                    None => NetConfig::from(config.model).init(&device.device, config.seed),
-                };
-                train_from(model, &config, &data, &device.device, &control, on_event).await
+        match (&checkpoint, start) {
+            (Some(checkpoint), _) => {
+                resume(checkpoint, data, &device.device, &control, on_event).await
             }
+            (None, Some(model)) => {
+                train_from(model, &config, data, &device.device, &control, on_event).await
+            }
+            (None, None) => unreachable!("a run starts from a checkpoint or a model"),
         }
         .map_err(CliError::from)
     });
@@ -152,6 +165,10 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     }
     let trained = trained?;
     saved?;
+    if let (Some(before), Some(after)) = (&before, measured(&trained.model, &run, &device.device)?)
+    {
+        report(before, &after, &data.test);
+    }
     if let (Outcome::Diverged, Some(divergence)) = (trained.outcome, metrics.divergence) {
         return Err(CliError::Diverged {
             divergence,

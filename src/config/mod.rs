@@ -80,6 +80,9 @@ pub struct TrainConfig {
     pub early_stop: EarlyStopConfig,
     /// The layers left as they are.
     pub freeze: Freeze,
+    /// The share of the training set that is MNIST's training images, mixed into a user's own
+    /// digits so that fine-tuning on them does not forget MNIST.
+    pub mix_mnist: f64,
 }
 
 /// How the learning rate moves over the run (src/train/schedule.rs has the formulas).
@@ -143,6 +146,7 @@ impl Default for TrainConfig {
             schedule: ScheduleConfig::default(),
             early_stop: EarlyStopConfig::default(),
             freeze: Freeze::Nothing,
+            mix_mnist: 0.0,
         }
     }
 }

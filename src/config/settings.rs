@@ -73,7 +73,7 @@ impl Setting {
 const COUNT: &str = "a whole number";
 
 /// Every setting of [`TrainConfig`], in the order the CLI's help and the page's form show them.
-pub static SETTINGS: [Setting; 22] = [
+pub static SETTINGS: [Setting; 23] = [
     Setting {
         name: "model",
         always_written: true,
@@ -291,6 +291,16 @@ pub static SETTINGS: [Setting; 22] = [
         get: |c| c.freeze.to_string(),
         set: |c, v| {
             c.freeze = v.parse()?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "mix_mnist",
+        always_written: false,
+        help: "The share of training images that are MNIST's, mixed into your own digits",
+        get: |c| c.mix_mnist.to_string(),
+        set: |c, v| {
+            c.mix_mnist = number("MNIST's share", "a number", v)?;
             Ok(())
         },
     },

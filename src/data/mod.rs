@@ -4,6 +4,7 @@
 pub mod batcher;
 pub mod idx;
 pub mod mnist_form;
+pub mod own_digits;
 pub mod resident;
 
 use std::io::Read;
@@ -37,6 +38,8 @@ pub enum DataError {
     },
     #[error("MNIST file {} not found (run `make data` to download MNIST into data/mnist)", .path.display())]
     Missing { path: PathBuf },
+    #[error("sample {index} is labelled {label}, which is no digit")]
+    Label { index: usize, label: u8 },
     #[error("cannot read {}: {source}", .path.display())]
     Io {
         path: PathBuf,
@@ -80,6 +83,51 @@ impl MnistSplit {
         Ok(Self { images, labels })
     }
 
+    /// A split from its images (784 bytes each) and labels, which must agree in count and be
+    /// digits.
+    pub fn from_parts(images: Vec<u8>, labels: Vec<u8>) -> Result<Self, DataError> {
+        if images.len() != labels.len() * IMAGE_PIXELS {
+            return Err(DataError::CountMismatch {
+                images_file: "images".into(),
+                images: images.len() / IMAGE_PIXELS,
+                labels_file: "labels".into(),
+                labels: labels.len(),
+            });
+        }
+        if let Some((index, &label)) = labels.iter().enumerate().find(|(_, l)| **l > 9) {
+            return Err(DataError::Label { index, label });
+        }
+        Ok(Self { images, labels })
+    }
+
+    /// The samples at `indices`, in that order.
+    pub fn select(&self, indices: &[usize]) -> Self {
+        Self {
+            images: indices
+                .iter()
+                .flat_map(|&i| self.image(i))
+                .copied()
+                .collect(),
+            labels: indices.iter().map(|&i| self.label(i)).collect(),
+        }
+    }
+
+    /// This split's samples, then `other`'s.
+    pub fn concat(&self, other: &Self) -> Self {
+        Self {
+            images: [self.images.as_slice(), &other.images].concat(),
+            labels: [self.labels.as_slice(), &other.labels].concat(),
+        }
+    }
+
+    /// The split as MNIST's two files: images and labels.
+    pub fn to_idx(&self) -> (Vec<u8>, Vec<u8>) {
+        (
+            idx::write_images(&self.images),
+            idx::write_labels(&self.labels),
+        )
+    }
+
     /// `len` black images, each labelled 0: what a warm-up trains on.
     pub fn blank(len: usize) -> Self {
         Self {
@@ -113,34 +161,52 @@ impl MnistSplit {
 impl Mnist {
     /// Reads the four MNIST files from `dir`, each as `name` or `name.gz`.
     pub fn load_dir(dir: &Path) -> Result<Self, DataError> {
-        let read = |name: &str| -> Result<Vec<u8>, DataError> {
-            let raw = dir.join(name);
-            let gz = dir.join(format!("{name}.gz"));
-            let path = if raw.exists() || !gz.exists() {
-                raw
-            } else {
-                gz
-            };
-            // No further than the limit and a byte: enough to know a file is too large.
-            let mut bytes = Vec::new();
-            let read = std::fs::File::open(&path)
-                .and_then(|file| file.take(MAX_IDX_BYTES + 1).read_to_end(&mut bytes));
-            read.map(|_| bytes).map_err(|source| match source.kind() {
-                std::io::ErrorKind::NotFound => DataError::Missing { path: path.clone() },
-                _ => DataError::Io {
-                    path: path.clone(),
-                    source,
-                },
-            })
-        };
-        let split = |images: &str, labels: &str| -> Result<MnistSplit, DataError> {
-            MnistSplit::from_idx(images, &read(images)?, labels, &read(labels)?)
-        };
         Ok(Self {
-            train: split(TRAIN_IMAGES, TRAIN_LABELS)?,
-            test: split(TEST_IMAGES, TEST_LABELS)?,
+            train: MnistSplit::load(dir, TRAIN_IMAGES, TRAIN_LABELS)?,
+            test: MnistSplit::load(dir, TEST_IMAGES, TEST_LABELS)?,
         })
     }
+
+    /// Whether `dir` holds a test split: a user's own digits may come as a training pair alone.
+    pub fn has_test_split(dir: &Path) -> bool {
+        [TEST_IMAGES.to_string(), format!("{TEST_IMAGES}.gz")]
+            .iter()
+            .any(|name| dir.join(name).exists())
+    }
+}
+
+impl MnistSplit {
+    /// Reads a split's two files from `dir`, each as `name` or `name.gz`.
+    pub fn load(dir: &Path, images: &str, labels: &str) -> Result<Self, DataError> {
+        Self::from_idx(
+            images,
+            &read_idx(dir, images)?,
+            labels,
+            &read_idx(dir, labels)?,
+        )
+    }
+}
+
+/// The bytes of IDX file `name` in `dir` (or `name.gz`), no further than the limit and a byte:
+/// enough to know a file is too large.
+fn read_idx(dir: &Path, name: &str) -> Result<Vec<u8>, DataError> {
+    let raw = dir.join(name);
+    let gz = dir.join(format!("{name}.gz"));
+    let path = if raw.exists() || !gz.exists() {
+        raw
+    } else {
+        gz
+    };
+    let mut bytes = Vec::new();
+    let read = std::fs::File::open(&path)
+        .and_then(|file| file.take(MAX_IDX_BYTES + 1).read_to_end(&mut bytes));
+    read.map(|_| bytes).map_err(|source| match source.kind() {
+        std::io::ErrorKind::NotFound => DataError::Missing { path: path.clone() },
+        _ => DataError::Io {
+            path: path.clone(),
+            source,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -26,7 +26,7 @@ impl<H: Host> Session<H> {
             return Err(SessionError::Busy);
         }
         config.validate()?;
-        let data = self.data()?;
+        let data = self.run_data(&config)?;
         let start = self.start_from(config.model, from_model)?;
         // Busy from here: Stop ends the test, and a run asked for meanwhile is refused.
         let control = TrainControl::default();

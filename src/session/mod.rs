@@ -23,6 +23,7 @@ use thiserror::Error;
 
 use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::batcher::MnistBatcher;
+use crate::data::own_digits::mix;
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistSplit};
 use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
 #[cfg(feature = "measure")]
@@ -62,6 +63,8 @@ pub enum SessionError {
     NoData,
     #[error("a run is already going: stop it first")]
     Busy,
+    #[error("MNIST's share mixes MNIST into your own files: use them first, or set it to 0")]
+    NothingToMix,
     #[error("no model yet: train one, or load a weights file")]
     NoModel,
     #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
@@ -175,6 +178,9 @@ struct State {
     data: Option<Rc<Mnist>>,
     /// Whether `data` is the host's MNIST rather than the user's files.
     hosted_data: bool,
+    /// The host's MNIST once downloaded, kept when the user's files replace it: mixed into
+    /// them when a run asks (`mix_mnist`).
+    mnist: Option<Rc<Mnist>>,
     run: Option<Run>,
     /// The control of a run asked for whose device is not ready yet: a second run finds the
     /// engine busy, and a pause or stop meanwhile holds.
@@ -287,6 +293,9 @@ impl<H: Host> Session<H> {
     fn use_data(&self, data: Rc<Mnist>, hosted: bool) -> DataLoaded {
         let (train, test) = (data.train.len(), data.test.len());
         let mut state = self.state.borrow_mut();
+        if hosted {
+            state.mnist = Some(data.clone());
+        }
         state.data = Some(data);
         state.hosted_data = hosted;
         DataLoaded { train, test }
@@ -350,6 +359,23 @@ impl<H: Host> Session<H> {
 
     fn data(&self) -> Result<Rc<Mnist>, SessionError> {
         self.state.borrow().data.clone().ok_or(SessionError::NoData)
+    }
+
+    /// What a run of `config` trains on: the data in use, with MNIST's training images mixed
+    /// into the user's own as `mix_mnist` says.
+    fn run_data(&self, config: &TrainConfig) -> Result<Rc<Mnist>, SessionError> {
+        let data = self.data()?;
+        if config.mix_mnist == 0.0 {
+            return Ok(data);
+        }
+        let state = self.state.borrow();
+        let mnist = match (&state.mnist, state.hosted_data) {
+            (Some(mnist), false) => mnist,
+            _ => return Err(SessionError::NothingToMix),
+        };
+        let train = mix(&data.train, &mnist.train, config.mix_mnist, config.seed);
+        let test = data.test.clone();
+        Ok(Rc::new(Mnist { train, test }))
     }
 
     fn model(&self) -> Result<Rc<Model>, SessionError> {

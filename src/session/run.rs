@@ -94,7 +94,7 @@ impl<H: Host> Session<H> {
         if self.busy() {
             return Err(SessionError::Busy);
         }
-        let data = self.data()?;
+        let data = self.run_data(&config)?;
         let start = self.start_from(config.model, from_model)?;
         // Taken before the first await: a second request finds the engine busy.
         let control = TrainControl::default();

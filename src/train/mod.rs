@@ -6,6 +6,7 @@ pub mod early_stop;
 mod end;
 mod evaluate;
 mod events;
+pub mod fine_tune;
 pub mod interval;
 pub mod lr_find;
 pub mod optimizer;
