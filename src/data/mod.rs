@@ -112,6 +112,26 @@ impl MnistSplit {
         }
     }
 
+    /// Adds one sample (784 bytes) at the end; false, and nothing added, when it is no image
+    /// or no digit.
+    pub fn push(&mut self, label: u8, image: &[u8]) -> bool {
+        let fits = image.len() == IMAGE_PIXELS && label <= 9;
+        if fits {
+            self.images.extend_from_slice(image);
+            self.labels.push(label);
+        }
+        fits
+    }
+
+    /// Removes sample `index`, if there is one.
+    pub fn remove(&mut self, index: usize) {
+        if index < self.len() {
+            self.images
+                .drain(index * IMAGE_PIXELS..(index + 1) * IMAGE_PIXELS);
+            self.labels.remove(index);
+        }
+    }
+
     /// This split's samples, then `other`'s.
     pub fn concat(&self, other: &Self) -> Self {
         Self {

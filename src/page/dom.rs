@@ -46,6 +46,13 @@ pub fn on(id: &str, event: &str, handler: impl FnMut(Event) + 'static) {
     closure.forget();
 }
 
+/// Calls `handler` on every `event` of `element`, for the page's lifetime.
+pub fn on_element(element: &Element, event: &str, handler: impl FnMut(Event) + 'static) {
+    let closure = Closure::<dyn FnMut(Event)>::new(handler);
+    let _ = element.add_event_listener_with_callback(event, closure.as_ref().unchecked_ref());
+    closure.forget();
+}
+
 /// What the DOM refused, as the page says it.
 pub fn failed(error: JsValue) -> PageError {
     PageError::Dom(js_error(error))

@@ -12,8 +12,8 @@ use web_sys::{
 };
 
 use super::dom::{self, by_id, document, set_text};
-use super::{PageError, Shared};
-use crate::data::{IMAGE_PIXELS, IMAGE_SIDE, mnist_form};
+use super::{PageError, Shared, collection};
+use crate::data::{IMAGE_SIDE, mnist_form};
 use crate::model::CLASSES;
 use crate::predict::predicted;
 use crate::session::protocol::{Confused, Gallery, Payload, Predict};
@@ -89,8 +89,8 @@ pub fn show_confusion(report: &EpochReport) {
     );
 }
 
-/// A figure of one test digit, captioned.
-fn digit_figure(pixels: &[u8], caption: &str, title: &str) -> Element {
+/// A figure of one digit, captioned.
+pub(super) fn digit_figure(pixels: &[u8], caption: &str, title: &str) -> Element {
     let figure = element("figure", "");
     let canvas: HtmlCanvasElement = document()
         .create_element("canvas")
@@ -207,8 +207,17 @@ pub async fn show_gallery(page: &Shared) -> Result<(), PageError> {
             false => format!("{guess}, is {truth}"),
         };
         let title = format!("test image {index}: true {truth}, predicted {guess}");
-        let figure = digit_figure(&digit.pixels.bytes(), &caption, &title);
+        let pixels = digit.pixels.bytes().to_vec();
+        let figure = digit_figure(&pixels, &caption, &title);
         figure.set_class_name(if right { "right" } else { "mistake" });
+        if !right {
+            // A mistake can be taught: added to one's own digits with its true label.
+            let add = element("button", &format!("Add as {truth}"));
+            let _ = add.set_attribute("type", "button");
+            let _ = add.set_attribute("class", "add-mistake");
+            dom::on_element(&add, "click", move |_| collection::add(truth, &pixels));
+            let _ = figure.append_child(&add);
+        }
         let _ = gallery.append_child(&figure);
     }
     Ok(())
@@ -216,7 +225,7 @@ pub async fn show_gallery(page: &Shared) -> Result<(), PageError> {
 
 /// What is drawn on `canvas` in MNIST's form (`data::mnist_form`: cropped to its ink, fitted
 /// into 20×20, centred by its mass in 28×28), one byte a pixel. `None` while nothing is drawn.
-fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
+pub(super) fn drawn_digit(canvas: &HtmlCanvasElement) -> Option<Vec<u8>> {
     let (width, height) = (canvas.width(), canvas.height());
     let rgba = context(canvas)
         .get_image_data(0.0, 0.0, width.into(), height.into())

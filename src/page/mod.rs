@@ -4,8 +4,10 @@
 
 mod canvas;
 mod charts;
+mod collection;
 mod controls;
 mod current;
+mod digit_store;
 mod dom;
 mod download;
 mod engine;
@@ -130,6 +132,7 @@ pub fn start() {
     insight::wire_confusion(&page);
     runs::wire();
     lr_finder::wire(&page);
+    collection::wire();
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&page).await {
             fail(&error.to_string());

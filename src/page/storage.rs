@@ -15,14 +15,16 @@ use crate::config::ModelKind;
 use crate::platform::js_error;
 
 const DATABASE: &str = "webtrain";
-/// The database's version: 2 added the runs' stores.
-const VERSION: u32 = 2;
+/// The database's version: 2 added the runs' stores, 3 the user's digits.
+const VERSION: u32 = 3;
 const STORE: &str = "models";
 const KEY: &str = "last";
 /// Each kept run's record, as JSON, by its id.
 pub(super) const RUNS: &str = "runs";
 /// Each kept run's weights, by its id: apart, so that listing runs reads no weights.
 pub(super) const RUN_WEIGHTS: &str = "run-weights";
+/// The user's own digits, as MNIST's two IDX files.
+pub(super) const DIGITS: &str = "digits";
 
 pub struct StoredModel {
     pub kind: ModelKind,
@@ -77,7 +79,7 @@ pub(super) async fn open() -> Result<IdbDatabase, PageError> {
             .and_then(|result| result.dyn_into::<IdbDatabase>().ok());
         if let Some(database) = database {
             // A store the database has already is refused (ConstraintError), and stays as it is.
-            for store in [STORE, RUNS, RUN_WEIGHTS] {
+            for store in [STORE, RUNS, RUN_WEIGHTS, DIGITS] {
                 let _ = database.create_object_store(store);
             }
         }

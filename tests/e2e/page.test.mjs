@@ -1048,6 +1048,61 @@ test('early stopping ends a run whose learning rate is too low, and keeps its be
   await page.close();
 });
 
+const collectionCount = (page) => page.$eval('#collection-grid', (g) => Number(g.dataset.count));
+
+test('your digits: added from the pad by button and key, uploaded, kept across a reload, exported as IDX that the CLI trains on', { timeout: 300_000 }, async () => {
+  const page = await open('?backend=cpu');
+  await page.evaluate(() => indexedDB.deleteDatabase('webtrain'));
+  await page.reload();
+  await waitReady(page);
+  await page.locator('#draw').scrollIntoViewIfNeeded();
+  const pad = await page.locator('#draw').boundingBox();
+  await page.mouse.move(pad.x + 140, pad.y + 40);
+  await page.mouse.down();
+  await page.mouse.move(pad.x + 142, pad.y + 240, { steps: 20 });
+  await page.mouse.up();
+  for (let i = 0; i < 3; i++) await page.click('#add-as-1');
+  await page.focus('#draw');
+  await page.keyboard.press('7');
+  await page.keyboard.press('7');
+  assert.equal(await collectionCount(page), 5);
+  assert.equal(await page.textContent('#collection-status'), 'Added a 7.');
+  // An image of the pad, uploaded: its digit from its name. A file that is no image is refused.
+  const png = await page.locator('#draw').screenshot();
+  await page.setInputFiles('#upload-digits', [
+    { name: '3-mine.png', mimeType: 'image/png', buffer: png },
+    { name: '5.png', mimeType: 'image/png', buffer: Buffer.from('not an image') },
+  ]);
+  await page.waitForFunction(() => /^Added 1; refused 5\.png: /.test(document.querySelector('#collection-status').textContent));
+  assert.equal(await collectionCount(page), 6);
+  assert.deepEqual(await page.$$eval('#collection-grid .digit-row', (rows) => rows.map((r) => r.dataset.digit)), ['1', '3', '7']);
+  // Removed, then kept across a reload.
+  await page.click('#collection-grid [data-remove]');
+  assert.equal(await collectionCount(page), 5);
+  await page.click('#add-as-1');
+  await page.waitForTimeout(300);
+  await page.reload();
+  await waitReady(page);
+  await page.waitForFunction(() => document.querySelector('#collection-grid').dataset.count === '6');
+  // Exported as MNIST's training pair, which the CLI trains on, holding a fifth out.
+  const downloads = [];
+  page.on('download', (download) => downloads.push(download));
+  await page.click('#export-digits');
+  for (let waited = 0; downloads.length < 2 && waited < 30_000; waited += 100) await page.waitForTimeout(100);
+  assert.deepEqual(downloads.map((d) => d.suggestedFilename()).sort(), ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte']);
+  const dir = new URL('own-digits/', screenshots).pathname;
+  mkdirSync(dir, { recursive: true });
+  for (const download of downloads) await download.saveAs(`${dir}${download.suggestedFilename()}`);
+  const idx = readFileSync(`${dir}train-labels-idx1-ubyte`);
+  assert.deepEqual([...idx.subarray(0, 8)], [0, 0, 8, 1, 0, 0, 0, 6]);
+  assert.deepEqual([...idx.subarray(8)].sort(), [1, 1, 1, 3, 7, 7]);
+  const said = execFileSync(cli, ['train', '--data', dir, '--model', 'lenet-small', '--epochs', '1', '--backend', 'cpu',
+    '--mix-mnist', '0.5', '--out', `${dir}run`], { cwd: root.pathname, encoding: 'utf8' });
+  assert.match(said, /Your digits: 4 to train on, 2 held out; 4 of MNIST's training images mixed in/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.close();
+});
+
 // Text that overflows its box or wraps mid-phrase, and sideways scrolling, as [what, problem].
 function layoutProblems() {
   const problems = [];
