@@ -65,11 +65,7 @@ pub enum CliError {
     ResumeWith(&'static str),
     #[error("cannot catch Ctrl-C: {0}")]
     Signal(String),
-    #[error(
-        "--mix-mnist mixes MNIST into your own digits: give --data a folder with your training \
-         pair alone"
-    )]
-    MixWithoutOwnDigits,
+
     #[error(
         "interrupted at epoch {epoch}, step {step}; go on with: webtrain train --resume {}",
         .checkpoint.display()

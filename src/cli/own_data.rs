@@ -23,11 +23,9 @@ pub struct RunData {
 
 /// The data `--data` names for a run of `config`.
 pub fn run_data(setup: &SetupArgs, config: &TrainConfig) -> Result<RunData, CliError> {
+    // MNIST itself is all MNIST already: `mix_mnist` has nothing to add to it.
     if Mnist::has_test_split(&setup.data) {
         let data = Mnist::load_dir(&setup.data)?;
-        if config.mix_mnist > 0.0 {
-            return Err(CliError::MixWithoutOwnDigits);
-        }
         return Ok(RunData {
             data,
             mnist_test: None,

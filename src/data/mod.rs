@@ -140,6 +140,11 @@ impl MnistSplit {
         }
     }
 
+    /// The split's images (784 bytes each) and labels.
+    pub fn into_parts(self) -> (Vec<u8>, Vec<u8>) {
+        (self.images, self.labels)
+    }
+
     /// The split as MNIST's two files: images and labels.
     pub fn to_idx(&self) -> (Vec<u8>, Vec<u8>) {
         (

@@ -82,6 +82,12 @@ pub(super) fn wire() {
     });
 }
 
+/// The collection as its images (784 bytes each) and labels; none while it is empty.
+pub(super) fn digits() -> Option<(Vec<u8>, Vec<u8>)> {
+    let digits = DIGITS.with(|d| d.borrow().clone());
+    (!digits.is_empty()).then(|| digits.into_parts())
+}
+
 /// Adds a digit in MNIST's form, labelled `label`.
 pub(super) fn add(label: u8, pixels: &[u8]) {
     if DIGITS.with(|d| d.borrow_mut().push(label, pixels)) {
@@ -148,6 +154,7 @@ fn render() {
         "visually-hidden"
     });
     by_id::<HtmlButtonElement>("export-digits").set_disabled(count == 0);
+    by_id::<HtmlButtonElement>("fine-tune").set_disabled(count == 0);
     let _ = by_id::<Element>("collection-grid").set_attribute("data-count", &count.to_string());
 }
 

@@ -54,7 +54,7 @@ fn wire_run_controls(page: &Shared) {
         };
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            if let Err(error) = run::run(&s, config, choice, train_len).await {
+            if let Err(error) = run::run(&s, config, choice, train_len, None).await {
                 fail(&error.to_string());
             }
         });
@@ -189,7 +189,7 @@ async fn use_files(page: &Shared, before: Phase) {
 
 /// Checks that a run can start and puts the page in `Training` at once, before anything is
 /// awaited, so that a second click finds Start disabled; what the run is, if it can start.
-fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
+pub(super) fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
     let (phase, data, gone) = {
         let page = page.borrow();
         (page.phase, page.data, page.worker_gone)

@@ -11,6 +11,7 @@ mod digit_store;
 mod dom;
 mod download;
 mod engine;
+mod fine_tune;
 mod form;
 mod insight;
 mod keeper;
@@ -133,6 +134,7 @@ pub fn start() {
     runs::wire();
     lr_finder::wire(&page);
     collection::wire();
+    fine_tune::wire(&page);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&page).await {
             fail(&error.to_string());

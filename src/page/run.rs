@@ -12,10 +12,12 @@ use super::engine::{EngineChoice, token, use_engine};
 use super::form::fill_form;
 use super::keeper::Keeper;
 use super::phase::Phase;
-use super::{PageError, Shared, current, insight, log, runs, set_phase, show_device, show_error};
+use super::{
+    PageError, Shared, current, fine_tune, insight, log, runs, set_phase, show_device, show_error,
+};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
-use crate::session::protocol::{Follow, Followed, RunEnded, RunFiles, Train};
+use crate::session::protocol::{Follow, Followed, OwnDigits, RunEnded, RunFiles, Train};
 use crate::train::{TrainEvent, kept_line};
 
 /// Shows an event's figures and says whether the charts have news.
@@ -190,6 +192,7 @@ impl LiveRun {
             outcome,
             weights,
             files,
+            ..
         } = ended?;
         let about = {
             let metrics = self.metrics.borrow();
@@ -250,12 +253,14 @@ fn show_files(files: &RunFiles) {
     list.set_hidden(false);
 }
 
-/// One training run on the engine `choice` names; the page is already in `Training`.
+/// One training run on the engine `choice` names; the page is already in `Training`. With
+/// `own_digits`, a fine-tune of the current model on them, judged at its end.
 pub async fn run(
     page: &Shared,
     config: TrainConfig,
     choice: EngineChoice,
     train_len: usize,
+    own_digits: Option<OwnDigits>,
 ) -> Result<(), PageError> {
     let trainer = use_engine(page, choice).await?;
     let backend = show_device(page, choice).await?;
@@ -266,8 +271,16 @@ pub async fn run(
         config,
         backend: choice.device(),
         from_model,
+        own_digits,
     };
     let ended = trainer.ask_reporting(request, live.on_event()).await;
+    if let Ok(RunEnded {
+        fine_tuned: Some(judged),
+        ..
+    }) = &ended
+    {
+        fine_tune::show(judged);
+    }
     let shown = live.end(page, ended).await;
     // The native engine's run folder is its record: the table lists it from there.
     if choice == EngineChoice::Native {

@@ -8,6 +8,7 @@
 //! requests and questions about the model are answered between a run's steps.
 
 pub mod envelope;
+mod fine_tune;
 mod gallery;
 mod lr_find;
 pub mod protocol;
@@ -63,8 +64,10 @@ pub enum SessionError {
     NoData,
     #[error("a run is already going: stop it first")]
     Busy,
-    #[error("MNIST's share mixes MNIST into your own files: use them first, or set it to 0")]
+    #[error("MNIST's share needs MNIST, which is not loaded yet")]
     NothingToMix,
+    #[error("too few of your digits to hold any out: add two or more of a digit")]
+    FewDigits,
     #[error("no model yet: train one, or load a weights file")]
     NoModel,
     #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
@@ -362,16 +365,15 @@ impl<H: Host> Session<H> {
     }
 
     /// What a run of `config` trains on: the data in use, with MNIST's training images mixed
-    /// into the user's own as `mix_mnist` says.
+    /// into the user's own as `mix_mnist` says (MNIST itself is all MNIST already).
     fn run_data(&self, config: &TrainConfig) -> Result<Rc<Mnist>, SessionError> {
         let data = self.data()?;
-        if config.mix_mnist == 0.0 {
+        let state = self.state.borrow();
+        if config.mix_mnist == 0.0 || state.hosted_data {
             return Ok(data);
         }
-        let state = self.state.borrow();
-        let mnist = match (&state.mnist, state.hosted_data) {
-            (Some(mnist), false) => mnist,
-            _ => return Err(SessionError::NothingToMix),
+        let Some(mnist) = &state.mnist else {
+            return Err(SessionError::NothingToMix);
         };
         let train = mix(&data.train, &mnist.train, config.mix_mnist, config.seed);
         let test = data.test.clone();

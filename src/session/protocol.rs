@@ -14,6 +14,7 @@ use crate::device::BackendChoice;
 use crate::measure::op_profile::CpuProfile;
 use crate::model::CLASSES;
 use crate::runs::RunRecord;
+use crate::train::fine_tune::{Changed, Measured};
 use crate::train::lr_find::{LrFinding, LrPoint, LrRange};
 use crate::train::{EpochReport, Outcome, TrainEvent};
 
@@ -168,6 +169,28 @@ pub struct Train {
     pub backend: BackendChoice,
     /// Train on from the current model rather than from fresh weights.
     pub from_model: bool,
+    /// Fine-tune the current model on one's own digits instead of the data in use: a fifth
+    /// held out to measure, MNIST mixed into the rest as the settings say.
+    #[serde(default)]
+    pub own_digits: Option<OwnDigits>,
+}
+
+/// One's own digits in MNIST's form: 784 bytes an image, a label each.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct OwnDigits {
+    pub images: Payload,
+    pub labels: Payload,
+}
+
+/// A fine-tune judged: the model before and after on the held-out digits and MNIST's test set,
+/// and the held-out digits whose verdict changed, with their images.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FineTuned {
+    pub before: Measured,
+    pub after: Measured,
+    pub changed: Vec<Changed>,
+    /// The changed digits' images, 784 bytes each, in their order.
+    pub changed_images: Payload,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -187,6 +210,9 @@ pub struct RunEnded {
     pub weights: Payload,
     /// Where the engine wrote the run's files, when it writes them (natively).
     pub files: Option<RunFiles>,
+    /// What a fine-tune on one's own digits changed.
+    #[serde(default)]
+    pub fine_tuned: Option<FineTuned>,
 }
 
 /// A run's files as the native engine wrote them, as the CLI writes them.
@@ -325,6 +351,7 @@ mod tests {
             outcome: Outcome::Stopped,
             weights: vec![7; 300].into(),
             files: None,
+            fine_tuned: None,
         };
         let Reply::Answer(Some(back)) = crossed::<Follow>(Reply::Answer(Some(ended))) else {
             panic!("a run's end came back as something else")

@@ -90,12 +90,20 @@ impl<H: Host> Session<H> {
             config,
             backend,
             from_model,
+            own_digits,
         } = request;
         if self.busy() {
             return Err(SessionError::Busy);
         }
-        let data = self.run_data(&config)?;
-        let start = self.start_from(config.model, from_model)?;
+        let start = self.start_from(config.model, from_model || own_digits.is_some())?;
+        let fine_tune = match own_digits {
+            Some(own) => Some(self.fine_tune_data(own, &config, start.as_ref()).await?),
+            None => None,
+        };
+        let data = match &fine_tune {
+            Some(fine_tune) => fine_tune.data.clone(),
+            None => self.run_data(&config)?,
+        };
         // Taken before the first await: a second request finds the engine busy.
         let control = TrainControl::default();
         self.state.borrow_mut().starting = Some(control.clone());
@@ -121,7 +129,14 @@ impl<H: Host> Session<H> {
             Some(net) => train_from(net, &config, &data, &device.device, &control, on_event).await,
             None => train(&config, &data, &device.device, &control, on_event).await,
         };
-        let ended = self.end_run(&config, trained, record).await;
+        let mut ended = self.end_run(&config, trained, record).await;
+        if let (Ok(_), Some(fine_tune)) = (&ended, &fine_tune) {
+            let judged = self.judge(fine_tune).await;
+            ended = ended.and_then(|mut done| {
+                done.fine_tuned = Some(judged?);
+                Ok(done)
+            });
+        }
         let followers = self.state.borrow_mut().run.take().map(|run| run.followers);
         for end in followers.into_iter().flatten().filter_map(|f| f.end) {
             let _ = end.send(ended.as_ref().map_err(ToString::to_string).cloned());
@@ -168,6 +183,7 @@ impl<H: Host> Session<H> {
             outcome: trained.outcome,
             weights,
             files,
+            fine_tuned: None,
         })
     }
 

@@ -53,6 +53,7 @@ async fn a_training_request_crosses_with_its_settings() {
         config: config.clone(),
         backend: BackendChoice::Gpu,
         from_model: true,
+        own_digits: None,
     });
     let (back, _) = cross(Envelope::seal(7, request).unwrap()).await;
     assert_eq!(back.id, 7);
@@ -72,6 +73,7 @@ async fn payloads_are_moved_not_copied() {
         outcome: Outcome::Completed,
         weights: Payload::from(weights.clone()),
         files: None,
+        fine_tuned: None,
     };
     let sealed = Envelope::seal(3, Reply::<TrainEvent, _>::Answer(ended)).unwrap();
     assert!(sealed.json.len() < 200, "the bytes are not in the JSON");

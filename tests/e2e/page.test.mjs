@@ -1091,6 +1091,7 @@ test('your digits: added from the pad by button and key, uploaded, kept across a
   for (let waited = 0; downloads.length < 2 && waited < 30_000; waited += 100) await page.waitForTimeout(100);
   assert.deepEqual(downloads.map((d) => d.suggestedFilename()).sort(), ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte']);
   const dir = new URL('own-digits/', screenshots).pathname;
+  rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   for (const download of downloads) await download.saveAs(`${dir}${download.suggestedFilename()}`);
   const idx = readFileSync(`${dir}train-labels-idx1-ubyte`);
@@ -1099,6 +1100,42 @@ test('your digits: added from the pad by button and key, uploaded, kept across a
   const said = execFileSync(cli, ['train', '--data', dir, '--model', 'lenet-small', '--epochs', '1', '--backend', 'cpu',
     '--mix-mnist', '0.5', '--out', `${dir}run`], { cwd: root.pathname, encoding: 'utf8' });
   assert.match(said, /Your digits: 4 to train on, 2 held out; 4 of MNIST's training images mixed in/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.close();
+});
+
+test('fine-tune on my digits: ten 1s drawn lying down, misread, are read after a fine-tune, and MNIST is not forgotten', { timeout: 600_000 }, async () => {
+  const page = await open('?model=lenet-small&epochs=1&train_limit=12800&backend=cpu&freeze=conv&mix_mnist=0.95');
+  await page.evaluate(() => indexedDB.deleteDatabase('webtrain'));
+  await page.reload();
+  await waitReady(page);
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+  // Ten horizontal strokes, each a little longer or higher than the last, added as 1s.
+  await page.locator('#draw').scrollIntoViewIfNeeded();
+  const pad = await page.locator('#draw').boundingBox();
+  for (let i = 0; i < 10; i++) {
+    await page.click('#clear-drawing');
+    const y = pad.y + 110 + 6 * i;
+    await page.mouse.move(pad.x + 50 + 3 * i, y);
+    await page.mouse.down();
+    await page.mouse.move(pad.x + 220 - 2 * i, y + (i % 3) - 1, { steps: 20 });
+    await page.mouse.up();
+    await page.click('#add-as-1');
+  }
+  assert.equal(await collectionCount(page), 10);
+  await page.fill('#fine-tune-epochs', '10');
+  await page.fill('#fine-tune-lr', '0.01');
+  await page.click('#fine-tune');
+  await page.waitForSelector('body[data-state="done"]', { state: 'detached', timeout: 10_000 }).catch(() => {});
+  await page.waitForFunction(() => document.querySelector('#fine-tune-report').dataset.heldOutAfter !== undefined, null, { timeout: 300_000 });
+  const report = await page.$eval('#fine-tune-report', (t) => ({ ...t.dataset }));
+  const [before, after] = [Number(report.heldOutBefore), Number(report.heldOutAfter)];
+  const [mnistBefore, mnistAfter] = [Number(report.mnistBefore), Number(report.mnistAfter)];
+  console.log('fine-tune', JSON.stringify(report));
+  assert.ok(after > before, `held-out ${before} % → ${after} %`);
+  assert.ok(mnistAfter >= mnistBefore - 1, `MNIST ${mnistBefore} % → ${mnistAfter} %`);
+  assert.match(await page.textContent('#collection-status'), /^Fine-tuned: \d+ of your held-out digits changed verdict\.$/);
   assert.deepEqual(page.consoleErrors, []);
   await page.close();
 });

@@ -160,15 +160,4 @@ fn the_cli_fine_tunes_on_ones_own_digits_with_mnist_mixed_in_and_convolutions_fr
             false => assert_ne!(was, now, "{name} did not train"),
         }
     }
-    // Mixing needs one's own digits.
-    let refused = std::process::Command::new(env!("CARGO_BIN_EXE_webtrain"))
-        .args(["train", "--mix-mnist", "0.5", "--backend", "cpu"])
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    assert_eq!(refused.status.code(), Some(2));
-    assert!(
-        String::from_utf8_lossy(&refused.stderr)
-            .contains("--mix-mnist mixes MNIST into your own digits")
-    );
 }

@@ -247,6 +247,7 @@ fn small_run(train_limit: usize) -> Train {
         },
         backend: BackendChoice::Cpu,
         from_model: false,
+        own_digits: None,
     }
 }
 
