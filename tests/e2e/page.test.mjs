@@ -91,6 +91,15 @@ const pixels = (page, id, rgb) => page.$eval(`#${id}`, (canvas, [r, g, b]) => {
   }
   return n;
 }, rgb);
+// A stroke on the drawing pad with the mouse, from (x0, y0) to (x1, y1) in its pixels.
+async function stroke(page, [x0, y0], [x1, y1]) {
+  await page.locator('#draw').scrollIntoViewIfNeeded();
+  const pad = await page.locator('#draw').boundingBox();
+  await page.mouse.move(pad.x + x0, pad.y + y0);
+  await page.mouse.down();
+  await page.mouse.move(pad.x + x1, pad.y + y1, { steps: 20 });
+  await page.mouse.up();
+}
 // How far the CPU engines' logged losses may be apart over the first 100 steps of one seed
 // (docs/training-quality.md, "One seed, one curve"), and how far any two engines' last five losses may be apart
 // on average. The run stops there: past step ~110 it amplifies a difference in the last bit
@@ -208,12 +217,7 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
     const shown = await page.$$eval('#confused figure', (fs) => fs.length);
     assert.ok(Math.abs(shown - Math.min(48, hits)) <= slack, `${shown} digits for a cell of ${hits}`);
     // A vertical stroke on the drawing canvas: ten probabilities that sum to 1, and a 1.
-    await page.locator('#draw').scrollIntoViewIfNeeded();
-    const pad = await page.locator('#draw').boundingBox();
-    await page.mouse.move(pad.x + 140, pad.y + 40);
-    await page.mouse.down();
-    await page.mouse.move(pad.x + 142, pad.y + 240, { steps: 20 });
-    await page.mouse.up();
+    await stroke(page, [140, 40], [142, 240]);
     await page.waitForFunction(() => /Looks like a \d/.test(document.querySelector('#draw-status').textContent));
     const probabilities = await page.$$eval('#probabilities progress', (ps) => ps.map((p) => p.value));
     assert.equal(probabilities.length, 10);
@@ -1055,12 +1059,7 @@ test('your digits: added from the pad by button and key, uploaded, kept across a
   await page.evaluate(() => indexedDB.deleteDatabase('webtrain'));
   await page.reload();
   await waitReady(page);
-  await page.locator('#draw').scrollIntoViewIfNeeded();
-  const pad = await page.locator('#draw').boundingBox();
-  await page.mouse.move(pad.x + 140, pad.y + 40);
-  await page.mouse.down();
-  await page.mouse.move(pad.x + 142, pad.y + 240, { steps: 20 });
-  await page.mouse.up();
+  await stroke(page, [140, 40], [142, 240]);
   for (let i = 0; i < 3; i++) await page.click('#add-as-1');
   await page.focus('#draw');
   await page.keyboard.press('7');
@@ -1112,15 +1111,10 @@ test('fine-tune on my digits: ten 1s drawn lying down, misread, are read after a
   await page.click('#start');
   await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
   // Ten horizontal strokes, each a little longer or higher than the last, added as 1s.
-  await page.locator('#draw').scrollIntoViewIfNeeded();
-  const pad = await page.locator('#draw').boundingBox();
   for (let i = 0; i < 10; i++) {
     await page.click('#clear-drawing');
-    const y = pad.y + 110 + 6 * i;
-    await page.mouse.move(pad.x + 50 + 3 * i, y);
-    await page.mouse.down();
-    await page.mouse.move(pad.x + 220 - 2 * i, y + (i % 3) - 1, { steps: 20 });
-    await page.mouse.up();
+    const y = 110 + 6 * i;
+    await stroke(page, [50 + 3 * i, y], [220 - 2 * i, y + (i % 3) - 1]);
     await page.click('#add-as-1');
   }
   assert.equal(await collectionCount(page), 10);
