@@ -941,8 +941,8 @@ function keepRuns(count) {
     };
   };
   return new Promise((resolve, reject) => {
-    const open = indexedDB.open('webtrain', 2);
-    open.onupgradeneeded = () => ['models', 'runs', 'run-weights'].forEach((s) => open.result.createObjectStore(s));
+    const open = indexedDB.open('webtrain', 3);
+    open.onupgradeneeded = () => ['models', 'runs', 'run-weights', 'digits'].forEach((s) => open.result.createObjectStore(s));
     open.onerror = () => reject(open.error);
     open.onsuccess = () => {
       const tx = open.result.transaction('runs', 'readwrite');
