@@ -286,8 +286,10 @@ impl Checkpoint {
     /// model the settings name.
     pub fn restore(&self, device: &Device) -> Result<(Net, Optimizer), CheckpointError> {
         let model = model_from_weights(&self.config, &self.weights, device)?;
+        // Checked on the host: the run rebuilds the best epoch's model on its device only at
+        // its end, if it keeps it.
         if let Some(best) = &self.early_stop.best {
-            model_from_weights(&self.config, &best.weights, device)?;
+            model_from_weights(&self.config, &best.weights, &Device::flex())?;
         }
         let mut optimizer = Optimizer::new(&self.config);
         optimizer.steps = self.optimizer_steps;
