@@ -83,6 +83,7 @@ pub struct TrainConfig {
     /// The share of the training set that is MNIST's training images, mixed into a user's own
     /// digits so that fine-tuning on them does not forget MNIST.
     pub mix_mnist: f64,
+    pub augment: AugmentConfig,
 }
 
 /// How the learning rate moves over the run (src/train/schedule.rs has the formulas).
@@ -128,6 +129,37 @@ pub struct EarlyStopConfig {
     pub on: StopOn,
 }
 
+/// Random affine transforms of each training image, drawn from the run's seed and step
+/// (src/data/augment.rs): each image is turned, resized, slanted and moved by amounts drawn
+/// evenly within these bounds, either way.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AugmentConfig {
+    pub on: bool,
+    /// The largest rotation, in degrees.
+    pub rotation: f64,
+    /// The largest change of size, as a share: 0.1 draws sizes from 90 % to 110 %.
+    pub scale: f64,
+    /// The largest horizontal shear (slant), in degrees.
+    pub shear: f64,
+    /// The largest shift along each axis, in pixels.
+    pub shift: f64,
+}
+
+impl Default for AugmentConfig {
+    /// torchvision's usual MNIST augmentation (`RandomAffine(10, (0.1, 0.1), (0.9, 1.1), 10)`),
+    /// off: digits stay readable, within the 28×28 frame.
+    fn default() -> Self {
+        Self {
+            on: false,
+            rotation: 10.0,
+            scale: 0.1,
+            shear: 10.0,
+            shift: 3.0,
+        }
+    }
+}
+
 impl Default for TrainConfig {
     fn default() -> Self {
         Self {
@@ -147,6 +179,7 @@ impl Default for TrainConfig {
             early_stop: EarlyStopConfig::default(),
             freeze: Freeze::Nothing,
             mix_mnist: 0.0,
+            augment: AugmentConfig::default(),
         }
     }
 }
@@ -217,6 +250,11 @@ impl TrainConfig {
                 self.early_stop.min_delta,
                 0.0..=1000.0,
             ),
+            ("MNIST's share", "from 0 to below 1", self.mix_mnist, 0.0..=1.0 - 1e-9),
+            ("rotation", "from 0 to 180", self.augment.rotation, 0.0..=180.0),
+            ("scale", "from 0 to 0.5", self.augment.scale, 0.0..=0.5),
+            ("shear", "from 0 to 45", self.augment.shear, 0.0..=45.0),
+            ("shift", "from 0 to 14", self.augment.shift, 0.0..=14.0),
         ];
         match ranges
             .into_iter()

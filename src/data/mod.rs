@@ -1,6 +1,7 @@
 //! MNIST: its two splits, read from a folder natively or from the four files' bytes in the
 //! browser. The IDX format is `idx`'s; batches for the model are `batcher`'s.
 
+pub mod augment;
 pub mod batcher;
 pub mod idx;
 pub mod mnist_form;

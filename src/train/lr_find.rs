@@ -123,7 +123,9 @@ pub async fn find_lr(
     if epoch_len == 0 {
         return Err(TrainError::EmptyData("training"));
     }
-    let stepper = Stepper::new(device, &data.train, epoch_len);
+    // Augmented as the run would be: the range test measures the run's landscape.
+    let stepper =
+        Stepper::new(device, &data.train, epoch_len).augmented(&config.augment, config.seed);
     // Off the autodiff graph first: a model fresh from a run is on it.
     let mut copy = stepper.trainable(model.valid());
     let mut optimizer = Optimizer::new(config);
@@ -141,7 +143,7 @@ pub async fn find_lr(
             ..schedule::rates(config, 0, 1)
         };
         let stats;
-        (copy, stats) = stepper.step(copy, &mut optimizer, rates, indices);
+        (copy, stats) = stepper.step(copy, &mut optimizer, rates, index, indices);
         let loss: f32 = read_scalar(stats.loss()).await?;
         average = SMOOTHING * average + (1.0 - SMOOTHING) * f64::from(loss);
         let smoothed = average / (1.0 - SMOOTHING.powi(index as i32 + 1));

@@ -228,7 +228,8 @@ async fn run_on(
 ) -> Result<Trained, TrainError> {
     let epoch_len = data.train.len_within(config.train_limit);
     let test_len = data.test.len_within(config.test_limit);
-    let stepper = Stepper::new(device, &data.train, epoch_len);
+    let stepper =
+        Stepper::new(device, &data.train, epoch_len).augmented(&config.augment, config.seed);
     let mut model = stepper.trainable(start.model);
     let mut optim = start.optimizer;
     let mut early = start.early_stop;
@@ -279,7 +280,7 @@ async fn run_on(
             // The weights this loss is computed with: kept if it is finite.
             let weights = checked.then(|| model.clone());
             let stats;
-            (model, stats) = stepper.step(model, &mut optim, rates, indices);
+            (model, stats) = stepper.step(model, &mut optim, rates, position.step, indices);
             position.step += 1;
             position.batch = batch + 1;
             let at_step = training_time + started.elapsed();

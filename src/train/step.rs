@@ -5,7 +5,9 @@ use burn::module::{ModuleMapper, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
+use crate::config::AugmentConfig;
 use crate::data::MnistSplit;
+use crate::data::augment::Augmenter;
 use crate::data::batcher::{MnistBatch, MnistBatcher};
 use crate::data::resident::ResidentSplit;
 use crate::model::CLASSES;
@@ -21,6 +23,8 @@ pub struct Stepper<'a> {
     /// On a GPU, the split's samples, uploaded once: a step sends only its batch's indices.
     /// The CPU backend builds each batch from the host's bytes, which costs it nothing more.
     resident: Option<ResidentSplit>,
+    /// Random transforms of each batch's images, when the run asks for them.
+    augmenter: Option<Augmenter>,
     loss: LossConstants,
 }
 
@@ -52,7 +56,7 @@ impl ModuleMapper for TrackGradients {
 }
 
 impl<'a> Stepper<'a> {
-    /// A stepper on `device` for the first `len` samples of `split`.
+    /// A stepper on `device` for the first `len` samples of `split`, unaugmented.
     pub fn new(device: &Device, split: &'a MnistSplit, len: usize) -> Self {
         let autodiff = device.clone().autodiff();
         let batcher = MnistBatcher::new(autodiff.clone());
@@ -62,9 +66,16 @@ impl<'a> Stepper<'a> {
             split,
             batcher,
             resident,
+            augmenter: None,
             loss: LossConstants::new(&autodiff),
             autodiff,
         }
+    }
+
+    /// Each batch's images transformed as `ranges` say (when on), drawn from `seed`.
+    pub fn augmented(mut self, ranges: &AugmentConfig, seed: u64) -> Self {
+        self.augmenter = Augmenter::new(ranges, seed, &self.autodiff);
+        self
     }
 
     /// `model`'s weights on this stepper's device, ready to be trained.
@@ -72,19 +83,25 @@ impl<'a> Stepper<'a> {
         model.fork(&self.autodiff).map(&mut TrackGradients)
     }
 
-    /// One step of `model` (from [`Self::trainable`]) on the samples at `indices` (each below
-    /// the length the stepper was made with) at `rates`: the updated model, and
-    /// the batch's figures before the update, left on the device.
+    /// The run's step `step` (counted from 0, which draws its augmentation) of `model` (from
+    /// [`Self::trainable`]) on the samples at `indices` (each below the length the stepper was
+    /// made with) at `rates`: the updated model, and the batch's figures before the update,
+    /// left on the device.
     pub fn step(
         &self,
         model: Net,
         optimizer: &mut Optimizer,
         rates: Rates,
+        step: usize,
         indices: &[usize],
     ) -> (Net, StepStats) {
         let MnistBatch { images, targets } = match &self.resident {
             Some(resident) => resident.batch(&self.batcher, self.split, indices),
             None => self.batcher.batch(self.split, indices),
+        };
+        let images = match &self.augmenter {
+            Some(augmenter) => augmenter.apply(images, step),
+            None => images,
         };
         let loss = cross_entropy(model.forward(images), targets, &self.loss);
         let grads = GradientsParams::from_grads(loss.backward.backward(), &model);

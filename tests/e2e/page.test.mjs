@@ -1264,9 +1264,9 @@ test('keyboard alone: tab to the settings and Start, run, pause and stop; the st
     order.push(await page.evaluate(() => document.activeElement.id));
   }
   // The folded groups' summaries in their place; their fields only once opened.
-  assert.deepEqual(order.slice(0, 17), ['model', 'optimizer', 'lr', 'momentum', 'nesterov', 'weight-decay',
+  assert.deepEqual(order.slice(0, 18), ['model', 'optimizer', 'lr', 'momentum', 'nesterov', 'weight-decay',
     'batch-size', 'epochs', 'seed', 'log-interval', 'train-limit', 'test-limit', 'schedule-summary',
-    'early-stop-summary', 'fine-tune-summary', 'backend-choice', 'start'], `tab order ${order}`);
+    'early-stop-summary', 'augment-summary', 'fine-tune-summary', 'backend-choice', 'start'], `tab order ${order}`);
   await page.focus('#start');
   await page.keyboard.press('Enter');
   await page.waitForSelector('body[data-state="training"]');

@@ -31,7 +31,7 @@ fn leaves_the_model_and_optimizer_as_they_were(backend: BackendChoice) {
     let mut optimizer = Optimizer::new(&config);
     let order: Vec<usize> = (0..1280).collect();
     for indices in order.chunks(64).take(3) {
-        (model, _) = stepper.step(model, &mut optimizer, Rates::of(&config), indices);
+        (model, _) = stepper.step(model, &mut optimizer, Rates::of(&config), 0, indices);
     }
     let no_early_stop = Default::default();
     let capture = |model, optimizer| {

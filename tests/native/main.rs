@@ -9,6 +9,7 @@ mod conv_cases;
 #[path = "../corpus/mod.rs"]
 mod corpus;
 
+mod augment;
 mod cli;
 mod cli_results;
 mod cli_schedules;

@@ -58,7 +58,7 @@ fn our_losses(fixture: &Fixture, run: &Run, device: &Device) -> Vec<f32> {
     let mut losses = Vec::new();
     for indices in steps {
         let stats;
-        (model, stats) = stepper.step(model, &mut optim, Rates::of(&config), indices);
+        (model, stats) = stepper.step(model, &mut optim, Rates::of(&config), 0, indices);
         losses.push(stats.loss().into_scalar::<f32>());
     }
     losses

@@ -29,8 +29,8 @@ fn config(optimizer: OptimizerKind) -> TrainConfig {
     }
 }
 
-/// The runs resumed: each optimizer, and schedules (one-cycle moves momentum too) with weight
-/// decay and Nesterov's momentum.
+/// The runs resumed: each optimizer, schedules (one-cycle moves momentum too) with weight
+/// decay and Nesterov's momentum, and augmentation (each step's transforms drawn again).
 fn resumed_configs() -> Vec<TrainConfig> {
     let scheduled = |optimizer, pairs: &[(&str, &str)]| {
         let mut config = config(optimizer);
@@ -63,6 +63,10 @@ fn resumed_configs() -> Vec<TrainConfig> {
         scheduled(
             OptimizerKind::Adam,
             &[("schedule", "cosine"), ("min_lr", "0.0001")],
+        ),
+        scheduled(
+            OptimizerKind::Sgd,
+            &[("augment", "on"), ("augment_rotation", "20")],
         ),
     ]
 }
@@ -121,7 +125,10 @@ fn resumed_run(checkpoint: &Checkpoint) -> Result<(Record, Trained), TrainError>
 #[test]
 fn a_run_resumed_from_a_saved_checkpoint_repeats_the_losses_bit_for_bit() {
     for config in resumed_configs() {
-        let optimizer = format!("{} {}", config.optimizer, config.schedule.kind);
+        let optimizer = format!(
+            "{} {}, augment {}",
+            config.optimizer, config.schedule.kind, config.augment.on
+        );
         let full = full_run(&config);
         // After batches 0, 3 and 6 of each epoch, and after each epoch's evaluation.
         let steps: Vec<usize> = full.checkpoints.iter().map(|c| c.position.step).collect();
