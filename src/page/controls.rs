@@ -166,11 +166,14 @@ async fn evaluate(page: &Shared, runs: u32) {
     }
 }
 
-/// The user's four IDX files become the engine's MNIST; the phase goes back to `before`.
+/// The user's IDX files (a training pair, and a test pair or a fifth held out) become the
+/// engine's data; the phase goes back to `before`.
 async fn use_files(page: &Shared, before: Phase) {
     let trainer = page.borrow().trainer.clone();
+    // The hold-out follows the form's seed; a form that does not read takes the default's.
+    let seed = form_config().unwrap_or_default().seed;
     let loaded = match download::from_inputs().await {
-        Ok(files) => trainer.ask(UseFiles { files }).await,
+        Ok(files) => trainer.ask(UseFiles { files, seed }).await,
         Err(error) => Err(error),
     };
     match loaded {

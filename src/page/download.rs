@@ -13,12 +13,17 @@ use crate::data::{MAX_IDX_BYTES, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_L
 use crate::platform::js_error;
 use crate::session::protocol::NamedFile;
 
-/// The four files in the order the worker takes them, each with the id of its file input.
-const FILES: [(&str, &str); 4] = [
-    (TRAIN_IMAGES, "file-train-images"),
-    (TRAIN_LABELS, "file-train-labels"),
-    (TEST_IMAGES, "file-test-images"),
-    (TEST_LABELS, "file-test-labels"),
+/// The training pair, then the test pair, in the order the worker takes them, each file with
+/// the id of its input.
+const PAIRS: [[(&str, &str); 2]; 2] = [
+    [
+        (TRAIN_IMAGES, "file-train-images"),
+        (TRAIN_LABELS, "file-train-labels"),
+    ],
+    [
+        (TEST_IMAGES, "file-test-images"),
+        (TEST_LABELS, "file-test-labels"),
+    ],
 ];
 
 /// A file the user chose, read into memory unless it is larger than `limit` bytes.
@@ -38,14 +43,18 @@ pub async fn read_file(name: &str, file: File, limit: usize) -> Result<Vec<u8>, 
     Ok(Uint8Array::new(&buffer).to_vec())
 }
 
-/// The user's four IDX files (raw or gzip) from the file inputs, each with its name.
+/// The files chosen: the training pair, and the test pair when both its files are chosen (with
+/// none, the engine holds a fifth of the training pair out).
 pub async fn from_inputs() -> Result<Vec<NamedFile>, PageError> {
+    let chosen = |input: &str| by_id::<HtmlInputElement>(input).files()?.get(0);
+    let [train, test] = PAIRS.map(|pair| pair.map(|(name, input)| (name, chosen(input))));
+    let test = match test {
+        [(_, None), (_, None)] => Vec::new(),
+        test => test.to_vec(),
+    };
     let mut files = Vec::new();
-    for (name, input) in FILES {
-        let file = by_id::<HtmlInputElement>(input)
-            .files()
-            .and_then(|list| list.get(0))
-            .ok_or(PageError::MissingFile(name))?;
+    for (name, file) in train.into_iter().chain(test) {
+        let file = file.ok_or(PageError::MissingFile(name))?;
         let label = file.name();
         let bytes = read_file(&label, file, MAX_IDX_BYTES as usize).await?;
         files.push(NamedFile {

@@ -33,7 +33,7 @@ use web_sys::{HtmlElement, HtmlProgressElement};
 
 use crate::config::ConfigError;
 use crate::device::DeviceError;
-use crate::session::protocol::{DataLoaded, DeviceSelected, Download, SelectDevice};
+use crate::session::protocol::{DataLoaded, DataOrigin, DeviceSelected, Download, SelectDevice};
 use controls::{warm_up, wire_controls, wire_warm_up};
 use dom::{by_id, set_text};
 use engine::{EngineChoice, Engines};
@@ -271,10 +271,14 @@ async fn boot(page: &Shared) -> Result<(), PageError> {
     run::follow_native(page).await
 }
 
-fn use_data(page: &Shared, DataLoaded { train, test }: DataLoaded) {
-    set_text(
-        "data-status",
-        &format!("MNIST: {train} training and {test} test images"),
-    );
+fn use_data(page: &Shared, DataLoaded { train, test, origin }: DataLoaded) {
+    let status = match origin {
+        DataOrigin::Mnist => format!("MNIST: {train} training and {test} test images"),
+        DataOrigin::Files => format!("Your files: {train} training and {test} test images"),
+        DataOrigin::FilesHeldOut => format!(
+            "Your files: {train} training images, and {test} held out to test (a fifth of each digit)"
+        ),
+    };
+    set_text("data-status", &status);
     page.borrow_mut().data = Some((train, test));
 }

@@ -24,7 +24,7 @@ use thiserror::Error;
 
 use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::batcher::MnistBatcher;
-use crate::data::own_digits::mix;
+use crate::data::own_digits::{hold_out, mix};
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistSplit};
 use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
 #[cfg(feature = "measure")]
@@ -56,7 +56,7 @@ pub enum SessionError {
     Download { file: String, message: String },
     #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
     TooLarge { file: String, limit: usize },
-    #[error("MNIST takes four files, not {0}")]
+    #[error("your files are a training pair, or a training and a test pair: not {0} files")]
     FileCount(usize),
     #[error("a digit is {IMAGE_PIXELS} pixels, not {0}")]
     DigitSize(usize),
@@ -285,23 +285,32 @@ impl<H: Host> Session<H> {
                 Rc::new(self.host.mnist(&on_progress).await?)
             }
         };
-        Ok(self.use_data(data, true))
+        Ok(self.use_data(data, DataOrigin::Mnist))
     }
 
     fn use_files(&self, request: UseFiles) -> Result<DataLoaded, SessionError> {
-        let data = mnist_from_files(request.files)?;
-        Ok(self.use_data(Rc::new(data), false))
+        let UseFiles { files, seed } = request;
+        let (data, origin) = match files.len() {
+            2 => (held_out_from_files(files, seed)?, DataOrigin::FilesHeldOut),
+            _ => (mnist_from_files(files)?, DataOrigin::Files),
+        };
+        Ok(self.use_data(Rc::new(data), origin))
     }
 
-    fn use_data(&self, data: Rc<Mnist>, hosted: bool) -> DataLoaded {
+    fn use_data(&self, data: Rc<Mnist>, origin: DataOrigin) -> DataLoaded {
         let (train, test) = (data.train.len(), data.test.len());
+        let hosted = origin == DataOrigin::Mnist;
         let mut state = self.state.borrow_mut();
         if hosted {
             state.mnist = Some(data.clone());
         }
         state.data = Some(data);
         state.hosted_data = hosted;
-        DataLoaded { train, test }
+        DataLoaded {
+            train,
+            test,
+            origin,
+        }
     }
 
     /// A control request that arrives after its run ended has nothing to do.
@@ -388,6 +397,17 @@ impl<H: Host> Session<H> {
     fn model_and_data(&self) -> Result<(Rc<Model>, Rc<Mnist>), SessionError> {
         Ok((self.model()?, self.data()?))
     }
+}
+
+/// A training pair alone, each named as the user knows it, made a run's data: a fifth of each
+/// digit held out to test, `seed` choosing which.
+fn held_out_from_files(files: Vec<NamedFile>, seed: u64) -> Result<Mnist, SessionError> {
+    let [images, labels]: [NamedFile; 2] = files
+        .try_into()
+        .map_err(|files: Vec<_>| SessionError::FileCount(files.len()))?;
+    let (ib, lb) = (images.bytes.bytes(), labels.bytes.bytes());
+    let split = MnistSplit::from_idx(&images.name, &ib, &labels.name, &lb)?;
+    Ok(hold_out(&split, seed))
 }
 
 /// Train images, train labels, test images and test labels, each named as the user knows it.

@@ -144,11 +144,13 @@ pub struct DataProgress {
     pub file: String,
 }
 
-/// Train images, train labels, test images and test labels, each under the name the user knows
-/// it by.
+/// Train images and train labels, and test images and test labels if the user has them, each
+/// under the name the user knows it by.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct UseFiles {
     pub files: Vec<NamedFile>,
+    /// Chooses the fifth of each digit held out to test when there is no test pair.
+    pub seed: u64,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -161,6 +163,17 @@ pub struct NamedFile {
 pub struct DataLoaded {
     pub train: usize,
     pub test: usize,
+    pub origin: DataOrigin,
+}
+
+/// Where a run's data came from.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub enum DataOrigin {
+    Mnist,
+    /// The user's four files.
+    Files,
+    /// The user's training pair alone, a fifth of each digit held out as the test set.
+    FilesHeldOut,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

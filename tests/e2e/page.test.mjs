@@ -1099,6 +1099,18 @@ test('your digits: added from the pad by button and key, uploaded, kept across a
   const said = execFileSync(cli, ['train', '--data', dir, '--model', 'lenet-small', '--epochs', '1', '--backend', 'cpu',
     '--mix-mnist', '0.5', '--out', `${dir}run`], { cwd: root.pathname, encoding: 'utf8' });
   assert.match(said, /Your digits: 4 to train on, 2 held out; 4 of MNIST's training images mixed in/);
+  // The same pair in "Use my own files", with no test pair: the page holds the same fifth out.
+  await page.click('#own-files-summary');
+  await page.setInputFiles('#file-train-images', `${dir}train-images-idx3-ubyte`);
+  await page.setInputFiles('#file-train-labels', `${dir}train-labels-idx1-ubyte`);
+  await page.click('#use-files');
+  await page.waitForFunction(() => /^Your files/.test(document.querySelector('#data-status').textContent));
+  assert.equal(await page.textContent('#data-status'),
+    'Your files: 4 training images, and 2 held out to test (a fifth of each digit)');
+  await page.selectOption('#model', 'lenet-small');
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 120_000 });
+  assert.match(await page.textContent('#test-accuracy'), /^\d+\.\d\d%$/);
   assert.deepEqual(page.consoleErrors, []);
   await page.close();
 });

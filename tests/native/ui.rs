@@ -518,7 +518,7 @@ async fn the_corpus_files_and_settings_are_refused_through_the_socket() {
                         bytes: bytes.into(),
                     })
                     .collect();
-                page.failure(UseFiles { files }).await
+                page.failure(UseFiles { files, seed: 1 }).await
             }
             corpus::Input::Weights(bytes) => {
                 let weights = Payload::from(bytes);
