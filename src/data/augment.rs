@@ -87,9 +87,8 @@ pub fn draws(ranges: &AugmentConfig, seed: u64, step: usize, n: usize) -> Vec<Af
 pub struct Augmenter {
     ranges: AugmentConfig,
     seed: u64,
-    /// [1, 784] each: every output pixel's centre in `grid_sample`'s coordinates.
-    grid_x: Tensor<2>,
-    grid_y: Tensor<2>,
+    /// [1, 784, 3]: every output pixel's centre in `grid_sample`'s coordinates, as (x, y, 1).
+    grid: Tensor<3>,
 }
 
 impl Augmenter {
@@ -101,15 +100,14 @@ impl Augmenter {
         }
         let device = device.clone().inner();
         let centre = |i: usize| ((2 * i + 1) as f32 / IMAGE_SIDE as f32) - 1.0;
-        let axis = |of: fn(usize) -> usize| {
-            let values: Vec<f32> = (0..IMAGE_PIXELS).map(|p| centre(of(p))).collect();
-            Tensor::from_data(TensorData::new(values, [1, IMAGE_PIXELS]), &device)
-        };
+        let values: Vec<f32> = (0..IMAGE_PIXELS)
+            .flat_map(|p| [centre(p % IMAGE_SIDE), centre(p / IMAGE_SIDE), 1.0])
+            .collect();
+        let grid = Tensor::from_data(TensorData::new(values, [1, IMAGE_PIXELS, 3]), &device);
         Some(Self {
             ranges: ranges.clone(),
             seed,
-            grid_x: axis(|p| p % IMAGE_SIDE),
-            grid_y: axis(|p| p / IMAGE_SIDE),
+            grid,
         })
     }
 
@@ -127,13 +125,20 @@ impl Augmenter {
         let images = images.inner();
         let device = images.device();
         let n = transforms.len();
-        let values: Vec<f32> = transforms.iter().flat_map(Affine::sampling).collect();
-        let theta = Tensor::<2>::from_data(TensorData::new(values, [n, 6]), &device);
-        let column = |c: usize| theta.clone().slice([0..n, c..c + 1]); // [n, 1]
-        let read = |x: usize, y: usize, offset: usize| {
-            self.grid_x.clone() * column(x) + self.grid_y.clone() * column(y) + column(offset)
-        }; // [n, 784]
-        let grid = Tensor::stack::<3>(vec![read(0, 1, 2), read(3, 4, 5)], 2) // [n, 784, 2]
+        // Each transform's matrix transposed, [[a, d], [b, e], [c, f]]: the grid comes out of
+        // one matmul laid out as `grid_sample` reads it.
+        let values: Vec<f32> = transforms
+            .iter()
+            .flat_map(|t| {
+                let [a, b, c, d, e, f] = t.sampling();
+                [a, d, b, e, c, f]
+            })
+            .collect();
+        let theta = Tensor::<3>::from_data(TensorData::new(values, [n, 3, 2]), &device);
+        let grid = self
+            .grid
+            .clone()
+            .matmul(theta) // [n, 784, 2]
             .reshape([n, IMAGE_SIDE, IMAGE_SIDE, 2]);
         // Sampled as offsets from a blank pixel, which is what lies beyond the frame.
         let sampled = images
