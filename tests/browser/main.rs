@@ -9,6 +9,7 @@ mod conv_cases;
 #[path = "../corpus/mod.rs"]
 mod corpus;
 
+mod augment;
 mod malformed_input;
 mod protocol;
 mod training;

@@ -16,7 +16,7 @@ const LABELS: &[u8] = include_bytes!("../../data/mnist/t10k-labels-idx1-ubyte.gz
 
 /// Real MNIST digits, compiled in (the browser has no filesystem): the 10k test split, whose
 /// gzip is 1.6 MB against the training split's 9.7 MB.
-fn mnist_digits() -> Mnist {
+pub(crate) fn mnist_digits() -> Mnist {
     let digits = MnistSplit::from_idx(TEST_IMAGES, IMAGES, TEST_LABELS, LABELS).unwrap();
     Mnist {
         train: digits.clone(),
