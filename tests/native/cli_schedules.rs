@@ -8,8 +8,10 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 use burn::prelude::*;
-use webtrain::config::TrainConfig;
-use webtrain::train::{TrainControl, TrainEvent, train};
+use webtrain::config::{ModelKind, TrainConfig};
+use webtrain::data::batcher::MnistBatcher;
+use webtrain::train::{EpochReport, TrainControl, TrainEvent, evaluate, train};
+use webtrain::weights::from_safetensors;
 
 fn webtrain(args: &[&str]) -> Output {
     let output = Command::new(env!("CARGO_BIN_EXE_webtrain"))
@@ -139,26 +141,15 @@ fn a_run_stopped_early_writes_its_best_epochs_model() {
     assert_eq!(metrics["outcome"], "early-stopped");
     assert_eq!(metrics["best_epoch"], 1);
     assert_eq!(metrics["epochs"].as_array().unwrap().len(), 2);
-    // The model written is epoch 1's: evaluated, it gives that epoch's test loss.
-    let weights = out.join("model.safetensors");
-    let evaluated = webtrain(&[
-        "eval",
-        "--weights",
-        weights.to_str().unwrap(),
-        "--model",
-        "lenet-small",
-        "--test-limit",
-        "500",
-        "--backend",
-        "cpu",
-    ]);
-    let evaluated = String::from_utf8_lossy(&evaluated.stdout);
-    let loss = format!(
-        "Average loss: {:.4}",
-        metrics["epochs"][0]["test_loss"].as_f64().unwrap()
-    );
-    assert!(
-        evaluated.contains(&loss),
-        "{evaluated} against epoch 1's {loss}"
-    );
+    // The model written is epoch 1's: evaluated on the same images, it gives that epoch's
+    // report to the bit, and not epoch 2's.
+    let weights = std::fs::read(out.join("model.safetensors")).unwrap();
+    let device = Device::flex();
+    let model = from_safetensors(weights, ModelKind::LenetSmall, &device).unwrap();
+    let test = common::mnist().test;
+    let batcher = MnistBatcher::new(device);
+    let report = pollster::block_on(evaluate(&model, &test, 500, &batcher, 1)).unwrap();
+    let epochs: Vec<EpochReport> = serde_json::from_value(metrics["epochs"].clone()).unwrap();
+    assert_eq!(report, epochs[0]);
+    assert_ne!(report.test_loss, epochs[1].test_loss);
 }
