@@ -1,19 +1,12 @@
 //! The `webtrain` binary, as a user runs it.
 
+use crate::binary::webtrain;
 use crate::corpus;
 
 use std::path::Path;
-use std::process::{Command, Output};
+use std::process::Output;
 
 use webtrain::train::checkpoint::Checkpoint;
-
-fn webtrain(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_webtrain"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
 
 /// Bad input ends in exit code 2 and exactly one line on stderr, never a panic.
 fn assert_rejected(args: &[&str], expected: &str) {

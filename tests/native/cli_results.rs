@@ -3,13 +3,9 @@
 
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
 
-fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_webtrain"));
-    command.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
-    command
-}
+use crate::binary::command;
+use std::time::{Duration, Instant};
 
 /// A lenet-small run on the CPU, a checkpoint every `log_interval` batches of 64.
 fn run_args<'a>(

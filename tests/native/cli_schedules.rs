@@ -2,27 +2,16 @@
 //! taken mid-run follows the whole run's learning rates and losses, for each schedule; a run
 //! stopped early writes its best epoch's model.
 
+use crate::binary::succeeds;
 use crate::common;
 
 use std::path::Path;
-use std::process::{Command, Output};
 
 use burn::prelude::*;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::batcher::MnistBatcher;
 use webtrain::train::{EpochReport, TrainControl, TrainEvent, evaluate, train};
 use webtrain::weights::from_safetensors;
-
-fn webtrain(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_webtrain"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{args:?}: {said}");
-    output
-}
 
 fn metrics(out: &Path) -> serde_json::Value {
     serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap()
@@ -61,7 +50,7 @@ fn each_schedule_resumed_from_a_checkpoint_follows_the_whole_runs_rates() {
         let whole = dir.path().join("whole");
         let mut whole_args = args.clone();
         whole_args.extend(["--out".into(), whole.to_str().unwrap().into()]);
-        webtrain(&whole_args.iter().map(String::as_str).collect::<Vec<_>>());
+        succeeds(&whole_args.iter().map(String::as_str).collect::<Vec<_>>());
 
         // The same run's checkpoint after step 7, mid-way through its first epoch of 10 steps.
         let config = TrainConfig::from_pairs(settings).unwrap();
@@ -86,7 +75,7 @@ fn each_schedule_resumed_from_a_checkpoint_follows_the_whole_runs_rates() {
         )
         .unwrap();
         let resumed = dir.path().join("resumed");
-        webtrain(&[
+        succeeds(&[
             "train",
             "--resume",
             checkpoint.to_str().unwrap(),
@@ -111,7 +100,7 @@ fn each_schedule_resumed_from_a_checkpoint_follows_the_whole_runs_rates() {
 fn a_run_stopped_early_writes_its_best_epochs_model() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("run");
-    let output = webtrain(&[
+    let output = succeeds(&[
         "train",
         "--backend",
         "cpu",

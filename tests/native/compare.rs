@@ -1,14 +1,6 @@
 //! `webtrain compare`: two real runs that differ in their learning rate, tabled and charted.
 
-use std::process::Command;
-
-fn webtrain(args: &[&str]) -> std::process::Output {
-    Command::new(env!("CARGO_BIN_EXE_webtrain"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap()
-}
+use crate::binary::webtrain;
 
 /// A short lenet-small run on the CPU at learning rate `lr`, seed 3, into `out`.
 fn train(out: &str, lr: &str) {

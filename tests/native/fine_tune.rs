@@ -1,5 +1,6 @@
 //! Fine-tuning's parts on the real MNIST set: frozen layers keep their weights to the bit.
 
+use crate::binary::succeeds;
 use crate::common;
 
 use burn::prelude::*;
@@ -53,16 +54,9 @@ fn frozen_convolutions_keep_their_weights_to_the_bit_while_the_rest_trains() {
     assert_eq!(before.weights.len(), 8);
 }
 
+/// What the binary printed, run with `args`, which must succeed.
 fn webtrain(args: &[&str]) -> String {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_webtrain"))
-        .args(args)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .output()
-        .unwrap();
-    let said = String::from_utf8_lossy(&output.stdout).into_owned();
-    let errors = String::from_utf8_lossy(&output.stderr);
-    assert!(output.status.success(), "{args:?}: {said}{errors}");
-    said
+    String::from_utf8_lossy(&succeeds(args).stdout).into_owned()
 }
 
 /// The tensors of a `.safetensors` file, by name.

@@ -10,6 +10,7 @@ mod conv_cases;
 mod corpus;
 
 mod augment;
+mod binary;
 mod cli;
 mod cli_results;
 mod cli_schedules;

@@ -1,0 +1,23 @@
+//! The webtrain binary, run from the project's root as a user runs it.
+
+use std::process::{Command, Output};
+
+/// The binary with `args`, not yet started.
+pub fn command(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_webtrain"));
+    command.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    command
+}
+
+/// The binary run with `args` to its end, whatever the end.
+pub fn webtrain(args: &[&str]) -> Output {
+    command(args).output().unwrap()
+}
+
+/// The binary run with `args`, which must succeed; what it printed.
+pub fn succeeds(args: &[&str]) -> Output {
+    let output = webtrain(args);
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{args:?}: {said}");
+    output
+}
