@@ -255,6 +255,31 @@ fn a_checkpoint_that_does_not_fit_the_data_is_refused() {
     }
 }
 
+/// A run whose learning rate is set to `lr` once step `after` is reported: its record, and the
+/// changes it reported as (step, rate).
+fn run_changing_lr(config: &TrainConfig, after: usize, lr: f64) -> (Record, Vec<(usize, f64)>) {
+    let control = TrainControl::default();
+    assert!(control.set_lr(f64::NAN).is_err());
+    assert!(control.set_lr(-1.0).is_err());
+    let (mut record, mut changes) = (Record::default(), Vec::new());
+    pollster::block_on(train(
+        config,
+        &common::mnist(),
+        &Device::flex(),
+        &control,
+        |event| {
+            match &event {
+                TrainEvent::Step(step) if step.step == after => control.set_lr(lr).unwrap(),
+                TrainEvent::LrChanged { step, lr } => changes.push((*step, *lr)),
+                _ => {}
+            }
+            record.event(event);
+        },
+    ))
+    .unwrap();
+    (record, changes)
+}
+
 #[test]
 fn a_learning_rate_changed_mid_run_applies_from_the_next_step_and_is_checkpointed() {
     let config = TrainConfig {
@@ -262,26 +287,7 @@ fn a_learning_rate_changed_mid_run_applies_from_the_next_step_and_is_checkpointe
         ..config(OptimizerKind::Sgd)
     };
     let full = full_run(&config);
-    let control = TrainControl::default();
-    assert!(control.set_lr(f64::NAN).is_err());
-    assert!(control.set_lr(-1.0).is_err());
-    let mut changed = Record::default();
-    let mut changes = Vec::new();
-    pollster::block_on(train(
-        &config,
-        &common::mnist(),
-        &Device::flex(),
-        &control,
-        |event| {
-            match &event {
-                TrainEvent::Step(step) if step.step == 3 => control.set_lr(0.2).unwrap(),
-                TrainEvent::LrChanged { step, lr } => changes.push((*step, *lr)),
-                _ => {}
-            }
-            changed.event(event);
-        },
-    ))
-    .unwrap();
+    let (changed, changes) = run_changing_lr(&config, 3, 0.2);
     assert_eq!(changes, [(4, 0.2)]);
     // The loss of step s is taken before its update: step 5's is the first the new rate moves.
     assert_eq!(changed.losses[..4], full.losses[..4]);
@@ -309,24 +315,9 @@ fn a_learning_rate_changed_mid_run_scales_the_rest_of_its_schedule() {
     config.set("schedule", "cosine").unwrap();
     config.set("min_lr", "0.005").unwrap();
     let full = full_run(&config);
-    let control = TrainControl::default();
-    let mut changed = Record::default();
-    pollster::block_on(train(
-        &config,
-        &common::mnist(),
-        &Device::flex(),
-        &control,
-        |event| {
-            if let TrainEvent::Step(step) = &event
-                && step.step == 5
-            {
-                // Step 6 was to take the scheduled rate; it takes 0.1 instead.
-                control.set_lr(0.1).unwrap();
-            }
-            changed.event(event);
-        },
-    ))
-    .unwrap();
+    // Step 6 was to take the scheduled rate; it takes 0.1 instead.
+    let (changed, changes) = run_changing_lr(&config, 5, 0.1);
+    assert_eq!(changes, [(6, 0.1)]);
     let rate = |record: &Record, step: usize| {
         let found = record.rates.iter().find(|(s, _)| *s == step).unwrap();
         f64::from_bits(found.1)
