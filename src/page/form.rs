@@ -106,17 +106,15 @@ pub(super) fn backend_choice() -> Result<EngineChoice, DeviceError> {
     dom::value("backend-choice").parse()
 }
 
-/// Marks each field whose value is bad on its own and shows what is wrong with the form.
+/// Marks each field to blame for an invalid form and shows what is wrong with it.
 pub(super) fn validate_form() -> Result<TrainConfig, ConfigError> {
-    for ((name, value), (_, id)) in form_pairs().iter().zip(fields()) {
-        let mut alone = TrainConfig::default();
-        let bad = alone
-            .set(name, value)
-            .and_then(|_| alone.validate())
-            .is_err();
+    let pairs = form_pairs();
+    let pairs: Vec<(&str, &str)> = pairs.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    let faulty = TrainConfig::faulty_settings(&pairs);
+    for ((name, _), (_, id)) in pairs.iter().zip(fields()) {
         let _ = by_id::<HtmlElement>(&id)
             .class_list()
-            .toggle_with_force("invalid", bad);
+            .toggle_with_force("invalid", faulty.contains(name));
     }
     let result = form_config();
     show_error(

@@ -3,6 +3,8 @@
 
 mod table;
 
+use std::sync::LazyLock;
+
 use crate::config::{ConfigError, TrainConfig};
 
 pub use table::SETTINGS;
@@ -36,7 +38,8 @@ impl Setting {
 
     /// The default's text ("" for none).
     pub fn default_text(&self) -> String {
-        self.text(&TrainConfig::default())
+        static DEFAULTS: LazyLock<TrainConfig> = LazyLock::new(TrainConfig::default);
+        self.text(&DEFAULTS)
     }
 
     /// Whether a link or command for `config` names this setting.
@@ -81,6 +84,35 @@ impl TrainConfig {
     /// Every setting as (name, text), the inverse of [`TrainConfig::set`].
     pub fn pairs(&self) -> Vec<(&'static str, String)> {
         SETTINGS.iter().map(|s| (s.name, s.text(self))).collect()
+    }
+
+    /// The settings to blame when `pairs` (a form's fields) do not make valid settings: each
+    /// that does not read or is out of bounds on its own, and each whose default would make the
+    /// rest valid (`min_lr` above the `lr` beside it). None when they are valid.
+    pub fn faulty_settings<'a>(pairs: &[(&'a str, &str)]) -> Vec<&'a str> {
+        if Self::from_pairs(pairs.iter().copied()).is_ok() {
+            return Vec::new();
+        }
+        // The form as far as it reads.
+        let mut whole = Self::default();
+        for (name, value) in pairs {
+            let _ = whole.set(name, value);
+        }
+        let whole_valid = whole.validate().is_ok();
+        let at_fault = |name: &str, value: &str| {
+            let mut alone = Self::default();
+            if alone.set(name, value).and_then(|_| alone.validate()).is_err() {
+                return true;
+            }
+            if whole_valid {
+                return false;
+            }
+            let mut reset = whole.clone();
+            let default = setting(name).map(Setting::default_text).unwrap_or_default();
+            reset.set(name, &default).is_ok() && reset.validate().is_ok()
+        };
+        let faulty = pairs.iter().filter(|(name, value)| at_fault(name, value));
+        faulty.map(|(name, _)| *name).collect()
     }
 
     /// The settings a link names ([`Setting::written`]), as (name, text).
@@ -154,6 +186,18 @@ mod tests {
         let pairs = config.written_pairs();
         let again = TrainConfig::from_pairs(pairs.iter().map(|(k, v)| (*k, v.as_str()))).unwrap();
         assert_eq!(again, config);
+    }
+
+    #[test]
+    fn a_form_blames_the_settings_that_make_it_invalid() {
+        let faulty = |pairs: &[(&'static str, &str)]| TrainConfig::faulty_settings(pairs);
+        assert!(faulty(&[("lr", "0.1"), ("min_lr", "0.05")]).is_empty());
+        assert_eq!(faulty(&[("lr", "0.01"), ("min_lr", "0.05")]), ["min_lr"]);
+        assert_eq!(
+            faulty(&[("lr", "-1"), ("momentum", "2"), ("epochs", "3")]),
+            ["lr", "momentum"]
+        );
+        assert_eq!(faulty(&[("lr", "fast"), ("epochs", "3")]), ["lr"]);
     }
 
     #[test]
