@@ -336,6 +336,15 @@ test('an invalid learning rate shows an error and does not start', async () => {
   assert.equal(await page.$eval('body', (b) => b.dataset.state), 'ready');
   assert.equal(await page.textContent('#log'), '');
   assert.ok(await page.isVisible('#error'));
+  // A field is judged with the fields beside it: a minimum rate is bad only above the rate.
+  const invalid = (id) => page.$eval(id, (e) => e.classList.contains('invalid'));
+  await page.fill('#lr', '0.1');
+  await page.click('#schedule-summary');
+  await page.fill('#min-lr', '0.05');
+  assert.deepEqual([await invalid('#lr'), await invalid('#min-lr')], [false, false]);
+  await page.fill('#lr', '0.01');
+  assert.deepEqual([await invalid('#lr'), await invalid('#min-lr')], [false, true]);
+  assert.match(await page.textContent('#error'), /minimum learning rate must be from 0 to the learning rate/);
   await page.close();
 });
 
