@@ -3,12 +3,8 @@
 
 use std::fs;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc as mpsc_std};
-use std::task::{Context, Wake, Waker};
-use std::thread::Thread;
+use std::sync::mpsc as mpsc_std;
 
 use crate::config::TrainConfig;
 use crate::data::Mnist;
@@ -21,6 +17,7 @@ use crate::session::{Host, RunRecorder, Session, SessionError};
 use crate::train::TrainEvent;
 use tokio::sync::mpsc;
 
+use super::executor::{self, Doorbell};
 use super::{say, warn};
 use crate::cli::run_folder::{CheckpointWrites, RunFolder, runs_in, save_results};
 
@@ -34,44 +31,33 @@ pub struct Job {
 #[derive(Clone)]
 pub struct Engine {
     jobs: mpsc_std::Sender<Job>,
-    thread: Thread,
-}
-
-/// Wakes the engine's thread for a task that can go on.
-struct Wakeup {
-    woken: AtomicBool,
-    thread: Thread,
-}
-
-impl Wake for Wakeup {
-    fn wake(self: Arc<Self>) {
-        self.wake_by_ref();
-    }
-
-    fn wake_by_ref(self: &Arc<Self>) {
-        self.woken.store(true, Ordering::SeqCst);
-        self.thread.unpark();
-    }
+    doorbell: Doorbell,
 }
 
 impl Engine {
     /// Starts the engine's thread.
     pub fn start(data: PathBuf, out: PathBuf) -> Self {
         let (jobs, queue) = mpsc_std::channel::<Job>();
-        let thread = std::thread::Builder::new()
+        let (bell, doorbell) = mpsc_std::sync_channel(1);
+        std::thread::Builder::new()
             .name("engine".into())
-            .spawn(move || run(Session::new(Native { data, out }), queue))
+            .spawn(move || {
+                let own = Doorbell::new(std::thread::current());
+                let _ = bell.send(own.clone());
+                let session = Session::new(Native { data, out });
+                executor::run(queue, own, |job| Box::pin(answer(session.clone(), job)));
+            })
             .expect("the engine's thread starts");
         Self {
             jobs,
-            thread: thread.thread().clone(),
+            doorbell: doorbell.recv().expect("the engine's thread says where it is"),
         }
     }
 
     /// Hands a request to the engine; false once it is gone.
     pub fn ask(&self, job: Job) -> bool {
         let sent = self.jobs.send(job).is_ok();
-        self.thread.unpark();
+        self.doorbell.ring();
         sent
     }
 
@@ -90,36 +76,6 @@ impl Engine {
             }
         }
         None
-    }
-}
-
-/// The engine's loop: each request a task, every task polled in turn, and new requests taken
-/// between turns. A run yields after each step, so a pause or a question waits one step at
-/// most (an executor that ran a self-waking task many times per turn, as tokio's LocalSet
-/// does, held them for up to 61 steps).
-fn run(session: Rc<Session<Native>>, queue: mpsc_std::Receiver<Job>) {
-    let wakeup = Arc::new(Wakeup {
-        woken: AtomicBool::new(false),
-        thread: std::thread::current(),
-    });
-    let waker = Waker::from(wakeup.clone());
-    let mut context = Context::from_waker(&waker);
-    let mut tasks: Vec<Pin<Box<dyn Future<Output = ()>>>> = Vec::new();
-    loop {
-        wakeup.woken.store(false, Ordering::SeqCst);
-        loop {
-            match queue.try_recv() {
-                Ok(job) => tasks.push(Box::pin(answer(session.clone(), job))),
-                Err(mpsc_std::TryRecvError::Empty) => break,
-                Err(mpsc_std::TryRecvError::Disconnected) if tasks.is_empty() => return,
-                Err(mpsc_std::TryRecvError::Disconnected) => break,
-            }
-        }
-        tasks.retain_mut(|task| task.as_mut().poll(&mut context).is_pending());
-        if !wakeup.woken.load(Ordering::SeqCst) {
-            // Until a task can go on or a request comes (both unpark this thread).
-            std::thread::park();
-        }
     }
 }
 

@@ -3,6 +3,7 @@
 //! otherwise, and only pages holding the printed token, served from here, may drive it.
 
 mod engine;
+mod executor;
 mod socket;
 
 use std::collections::HashMap;
