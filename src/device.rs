@@ -100,13 +100,19 @@ struct GpuAdapter {
     max_buffer_bytes: u64,
 }
 
-/// The GPU as last selected, and how many were lost before it.
+/// The GPU as last selected, whether a caller is selecting it now, and how many were lost
+/// before it.
 struct GpuCache {
     gpu: Option<Result<GpuAdapter, String>>,
+    selecting: bool,
     lost: usize,
 }
 
-static GPU: Mutex<GpuCache> = Mutex::new(GpuCache { gpu: None, lost: 0 });
+static GPU: Mutex<GpuCache> = Mutex::new(GpuCache {
+    gpu: None,
+    selecting: false,
+    lost: 0,
+});
 
 fn cache() -> std::sync::MutexGuard<'static, GpuCache> {
     GPU.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -122,52 +128,81 @@ async fn answers(device: &Device) -> bool {
 }
 
 /// The GPU, selected once and again after it is lost, under a new runtime identity where the
-/// platform has one (the browser); a GPU that was never there is not looked for again.
+/// platform has one (the browser); a GPU that was never there is not looked for again. Callers
+/// at the same time (threads natively) wait for the one that selects it: a runtime registers
+/// once, and a second registration fails.
 async fn gpu_adapter() -> Result<GpuAdapter, String> {
-    let cached = cache().gpu.clone();
-    match cached {
-        Some(Ok(adapter)) if answers(&adapter.device).await => return Ok(adapter),
-        Some(Ok(_)) => {
-            let mut cache = cache();
-            cache.gpu = None;
-            cache.lost += 1;
+    loop {
+        let cached = cache().gpu.clone();
+        match cached {
+            Some(Ok(adapter)) if answers(&adapter.device).await => return Ok(adapter),
+            Some(Ok(_)) => {
+                let mut cache = cache();
+                cache.gpu = None;
+                cache.lost += 1;
+            }
+            Some(Err(error)) => return Err(error),
+            None => {}
         }
-        Some(Err(error)) => return Err(error),
-        None => {}
+        let claimed = {
+            let mut cache = cache();
+            let free = cache.gpu.is_none() && !cache.selecting;
+            cache.selecting |= free;
+            free.then_some(cache.lost)
+        };
+        match claimed {
+            Some(lost) => {
+                let _claim = Claim;
+                let gpu = select_gpu(lost).await;
+                cache().gpu = Some(gpu.clone());
+                return gpu;
+            }
+            None => crate::platform::sleep_ms(10).await,
+        }
     }
-    let lost = cache().lost;
+}
+
+/// The selection claimed by one caller: given up however that caller ends, even dropped
+/// half-way, so that the others do not wait for it forever.
+struct Claim;
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        cache().selecting = false;
+    }
+}
+
+/// Selects the GPU, the `lost`th time after one was lost.
+async fn select_gpu(lost: usize) -> Result<GpuAdapter, String> {
     let options = match lost {
         0 => Device::wgpu_options(),
         _ => crate::platform::fresh_gpu(lost).ok_or_else(|| {
             "the GPU was lost, and this process cannot select it again: start it again".to_string()
         })?,
     };
-    let gpu = match options.init_with_setup_async().await {
-        Ok((device, setup)) => {
-            let info = setup.adapter.get_info();
-            let api = match info.backend {
-                Backend::BrowserWebGpu => "WebGPU".to_string(),
-                Backend::Dx12 => "DirectX 12".to_string(),
-                Backend::Gl => "OpenGL".to_string(),
-                other => format!("{other:?}"),
-            };
-            let name = match info.name.is_empty() {
-                false => info.name,
-                true => browser_adapter_name()
-                    .await
-                    .unwrap_or_else(|| "unnamed adapter".into()),
-            };
-            Ok(GpuAdapter {
-                device,
-                description: format!("{api} — {name}"),
-                software: info.device_type == DeviceType::Cpu,
-                max_buffer_bytes: setup.device.limits().max_storage_buffer_binding_size,
-            })
-        }
-        Err(error) => Err(error.to_string()),
+    let (device, setup) = options
+        .init_with_setup_async()
+        .await
+        .map_err(|error| error.to_string())?;
+    let info = setup.adapter.get_info();
+    let api = match info.backend {
+        Backend::BrowserWebGpu => "WebGPU".to_string(),
+        Backend::Dx12 => "DirectX 12".to_string(),
+        Backend::Gl => "OpenGL".to_string(),
+        other => format!("{other:?}"),
     };
-    cache().gpu = Some(gpu.clone());
-    gpu
+    let name = match info.name.is_empty() {
+        false => info.name,
+        true => browser_adapter_name()
+            .await
+            .unwrap_or_else(|| "unnamed adapter".into()),
+    };
+    Ok(GpuAdapter {
+        device,
+        description: format!("{api} — {name}"),
+        software: info.device_type == DeviceType::Cpu,
+        max_buffer_bytes: setup.device.limits().max_storage_buffer_binding_size,
+    })
 }
 
 /// Browsers leave GPUAdapterInfo.description (wgpu's adapter name) empty; its vendor and

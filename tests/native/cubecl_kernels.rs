@@ -1,4 +1,4 @@
-//! The GPU kernel that `patches/burn-cubecl` adds, natively on wgpu (lavapipe where there is
+//! The GPU kernel that `patches/burn-cubecl` adds, and its mended `grid_sample`, natively on wgpu (lavapipe where there is
 //! no GPU), against plain reference code on random shapes. burn's public call for a weight
 //! gradient goes through autotune natively, which may pick another candidate, so this calls
 //! burn-cubecl's fixed strategy, the one the browser build always runs.
@@ -51,4 +51,31 @@ fn conv2d_weight_gradient_on_wgpu_matches_the_reference_on_random_shapes() {
             want.assert_matches(&got, &case);
         }
     }
+}
+
+/// `grid_sample` reads a grid laid out in any order: one made by swapping a matmul's dims (its
+/// coordinates a whole row apart) samples as its contiguous copy does. burn-cubecl 0.22.1 read
+/// the y coordinate one element after x, whatever the layout.
+#[test]
+fn grid_sample_on_wgpu_reads_a_strided_grid_as_a_contiguous_one() {
+    use burn::prelude::*;
+    use burn::tensor::ops::GridSampleOptions;
+
+    let gpu = pollster::block_on(select_device(BackendChoice::Gpu)).expect("a wgpu adapter");
+    let device = gpu.device;
+    let n = 3;
+    let values = |len: usize, step: f32| (0..len).map(|i| (i as f32 * step).sin()).collect();
+    let coordinates: Vec<f32> = values(n * 2 * 784, 0.37);
+    // [n, 2, 784] swapped to [n, 784, 2]: x and y 784 elements apart.
+    let strided = Tensor::<3>::from_data(TensorData::new(coordinates, [n, 2, 784]), &device)
+        .swap_dims(1, 2)
+        .reshape([n, 28, 28, 2]);
+    let laid_out: Vec<f32> = strided.clone().into_data().iter::<f32>().collect();
+    let contiguous = Tensor::<4>::from_data(TensorData::new(laid_out, [n, 28, 28, 2]), &device);
+    let images = Tensor::<4>::from_data(TensorData::new(values(n * 784, 0.01), [n, 1, 28, 28]), &device);
+    let sample = |grid: Tensor<4>| -> Vec<f32> {
+        let sampled = images.clone().grid_sample_2d(grid, GridSampleOptions::default());
+        sampled.into_data().iter::<f32>().collect()
+    };
+    assert_eq!(sample(strided), sample(contiguous));
 }
