@@ -395,6 +395,22 @@ test('the model survives a reload, loads back from its file, and trains on', { t
   await page.close();
 });
 
+test('augmentation from a link: its group open, a WebGPU run trains on transformed digits, the native command carries it', { timeout: 600_000 }, async () => {
+  const page = await open('?augment=on&augment_rotation=15&model=lenet-small&epochs=1&train_limit=640&test_limit=200&log_interval=2&backend=gpu');
+  assert.ok(await page.$eval('#augment-settings', (group) => group.open));
+  assert.equal(await page.inputValue('#augment'), 'on');
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 480_000 });
+  assert.match(await page.textContent('#backend'), /^WebGPU — /);
+  const losses = loggedLosses(await page.textContent('#log'));
+  assert.equal(losses.length, 5, `${losses}`);
+  assert.ok(losses.every(Number.isFinite) && losses.at(-1) < losses[0], `${losses}`);
+  await page.click('#copy-command');
+  assert.match(await page.inputValue('#share-command'), / --augment on --augment-rotation 15 .*--backend gpu$/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.close();
+});
+
 test('the learning rate changes mid-run from the next step, marked on the chart', async () => {
   const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&backend=cpu');
   await page.click('#start');
