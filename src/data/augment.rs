@@ -61,13 +61,8 @@ impl Affine {
         let (sin, cos) = (self.rotation * PI / 180.0).sin_cos();
         let slant = (self.shear * PI / 180.0).tan();
         // S⁻¹ · R⁻¹ / scale.
-        let [a, b, d, e] = [
-            cos + slant * sin,
-            sin - slant * cos,
-            -sin,
-            cos,
-        ]
-        .map(|m| m / self.scale);
+        let [a, b, d, e] =
+            [cos + slant * sin, sin - slant * cos, -sin, cos].map(|m| m / self.scale);
         // A shift of one pixel is 2/28 in grid coordinates.
         let [dx, dy] = self.shift.map(|s| 2.0 * s / IMAGE_SIDE as f64);
         let (c, f) = (-(a * dx + b * dy), -(d * dx + e * dy));
@@ -200,7 +195,10 @@ mod tests {
         ];
         for (of, centre, bound) in cases {
             let (min, max) = extent(of);
-            assert!(min >= centre - bound && max <= centre + bound, "{min}..{max}");
+            assert!(
+                min >= centre - bound && max <= centre + bound,
+                "{min}..{max}"
+            );
             // 3,200 draws reach well into both ends.
             assert!(min < centre - 0.9 * bound && max > centre + 0.9 * bound);
         }
@@ -274,8 +272,15 @@ mod tests {
         let ink = (1.0 - PIXEL_MEAN) / PIXEL_STD;
         for transform in draws(&ranges(), 3, 0, 20) {
             let (_, after) = transformed(&image, transform);
-            assert!(after.iter().all(|v| (BACKGROUND - 1e-5..=ink + 1e-5).contains(v)));
-            assert!(after.iter().any(|v| *v > 0.5), "{transform:?} kept some ink");
+            assert!(
+                after
+                    .iter()
+                    .all(|v| (BACKGROUND - 1e-5..=ink + 1e-5).contains(v))
+            );
+            assert!(
+                after.iter().any(|v| *v > 0.5),
+                "{transform:?} kept some ink"
+            );
         }
     }
 }

@@ -271,7 +271,14 @@ async fn boot(page: &Shared) -> Result<(), PageError> {
     run::follow_native(page).await
 }
 
-fn use_data(page: &Shared, DataLoaded { train, test, origin }: DataLoaded) {
+fn use_data(
+    page: &Shared,
+    DataLoaded {
+        train,
+        test,
+        origin,
+    }: DataLoaded,
+) {
     let status = match origin {
         DataOrigin::Mnist => format!("MNIST: {train} training and {test} test images"),
         DataOrigin::Files => format!("Your files: {train} training and {test} test images"),

@@ -34,7 +34,9 @@ async fn webgpu_transforms_the_resident_set_as_the_cpu_transforms_its_batch() {
     let on_gpu = resident.batch(&batcher, &digits, &indices).images;
     let on_gpu = Augmenter::new(&ranges, 3, &gpu).unwrap().apply(on_gpu, 17);
     let cpu = Device::flex();
-    let on_cpu = MnistBatcher::new(cpu.clone()).batch(&digits, &indices).images;
+    let on_cpu = MnistBatcher::new(cpu.clone())
+        .batch(&digits, &indices)
+        .images;
     let plain = values(on_cpu.clone()).await;
     let on_cpu = Augmenter::new(&ranges, 3, &cpu).unwrap().apply(on_cpu, 17);
     let (on_gpu, on_cpu) = (values(on_gpu).await, values(on_cpu).await);
@@ -44,6 +46,9 @@ async fn webgpu_transforms_the_resident_set_as_the_cpu_transforms_its_batch() {
         .map(|(g, c)| (g - c).abs())
         .fold(0.0, f32::max);
     assert!(furthest < 1e-4, "{furthest}");
-    let moved = plain.iter().zip(&on_cpu).filter(|(p, c)| (*p - *c).abs() > 0.5);
+    let moved = plain
+        .iter()
+        .zip(&on_cpu)
+        .filter(|(p, c)| (*p - *c).abs() > 0.5);
     assert!(moved.count() > 500);
 }

@@ -47,7 +47,10 @@ fn the_gpu_transforms_the_resident_set_as_the_cpu_transforms_its_batch() {
         .fold(0.0, f32::max);
     assert!(furthest < 1e-4, "{furthest}");
     // Transformed: far from the images as they were.
-    let moved = plain.iter().zip(&on_cpu).filter(|(p, c)| (*p - *c).abs() > 0.5);
+    let moved = plain
+        .iter()
+        .zip(&on_cpu)
+        .filter(|(p, c)| (*p - *c).abs() > 0.5);
     assert!(moved.count() > 500);
 }
 

@@ -72,9 +72,14 @@ fn grid_sample_on_wgpu_reads_a_strided_grid_as_a_contiguous_one() {
         .reshape([n, 28, 28, 2]);
     let laid_out: Vec<f32> = strided.clone().into_data().iter::<f32>().collect();
     let contiguous = Tensor::<4>::from_data(TensorData::new(laid_out, [n, 28, 28, 2]), &device);
-    let images = Tensor::<4>::from_data(TensorData::new(values(n * 784, 0.01), [n, 1, 28, 28]), &device);
+    let images = Tensor::<4>::from_data(
+        TensorData::new(values(n * 784, 0.01), [n, 1, 28, 28]),
+        &device,
+    );
     let sample = |grid: Tensor<4>| -> Vec<f32> {
-        let sampled = images.clone().grid_sample_2d(grid, GridSampleOptions::default());
+        let sampled = images
+            .clone()
+            .grid_sample_2d(grid, GridSampleOptions::default());
         sampled.into_data().iter::<f32>().collect()
     };
     assert_eq!(sample(strided), sample(contiguous));

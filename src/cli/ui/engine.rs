@@ -50,7 +50,9 @@ impl Engine {
             .expect("the engine's thread starts");
         Self {
             jobs,
-            doorbell: doorbell.recv().expect("the engine's thread says where it is"),
+            doorbell: doorbell
+                .recv()
+                .expect("the engine's thread says where it is"),
         }
     }
 

@@ -110,7 +110,11 @@ mod tests {
         doorbell.ring();
         let wait = Duration::from_secs(5);
         assert_eq!(finished.recv_timeout(wait), Ok(1));
-        assert_eq!(finished.recv_timeout(wait), Ok(2), "the second job was not taken");
+        assert_eq!(
+            finished.recv_timeout(wait),
+            Ok(2),
+            "the second job was not taken"
+        );
         drop(jobs);
         doorbell.ring();
         executor.join().unwrap();

@@ -101,7 +101,11 @@ impl TrainConfig {
         let whole_valid = whole.validate().is_ok();
         let at_fault = |name: &str, value: &str| {
             let mut alone = Self::default();
-            if alone.set(name, value).and_then(|_| alone.validate()).is_err() {
+            if alone
+                .set(name, value)
+                .and_then(|_| alone.validate())
+                .is_err()
+            {
                 return true;
             }
             if whole_valid {

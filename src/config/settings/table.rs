@@ -316,4 +316,3 @@ pub static SETTINGS: [Setting; 28] = [
 fn limit_text(limit: Option<usize>) -> String {
     limit.map(|l| l.to_string()).unwrap_or_default()
 }
-
