@@ -65,7 +65,6 @@ pub enum CliError {
     ResumeWith(&'static str),
     #[error("cannot catch Ctrl-C: {0}")]
     Signal(String),
-
     #[error(
         "interrupted at epoch {epoch}, step {step}; go on with: webtrain train --resume {}",
         .checkpoint.display()

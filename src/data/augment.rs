@@ -54,9 +54,10 @@ impl Affine {
         }
     }
 
-    /// Where each output pixel reads from, as `grid_sample`'s coordinates (−1 to 1 across the
-    /// frame) map: `[a, b, c, d, e, f]` reads (x, y) from (a·x + b·y + c, d·x + e·y + f). The
-    /// inverse of the transform M = scale · R(rotation) · S(shear), moved by the shift.
+    /// Where each output pixel reads from, in `grid_sample`'s coordinates (−1 to 1 across the
+    /// frame): (x, y) reads from (a·x + b·y + c, d·x + e·y + f), given as the 3×2 matrix
+    /// `[a, d, b, e, c, f]` that the row (x, y, 1) multiplies. The inverse of the transform
+    /// M = scale · R(rotation) · S(shear), moved by the shift.
     fn sampling(&self) -> [f32; 6] {
         let (sin, cos) = (self.rotation * PI / 180.0).sin_cos();
         let slant = (self.shear * PI / 180.0).tan();
@@ -66,7 +67,7 @@ impl Affine {
         // A shift of one pixel is 2/28 in grid coordinates.
         let [dx, dy] = self.shift.map(|s| 2.0 * s / IMAGE_SIDE as f64);
         let (c, f) = (-(a * dx + b * dy), -(d * dx + e * dy));
-        [a, b, c, d, e, f].map(|v| v as f32)
+        [a, d, b, e, c, f].map(|v| v as f32)
     }
 }
 
@@ -120,15 +121,8 @@ impl Augmenter {
         let images = images.inner();
         let device = images.device();
         let n = transforms.len();
-        // Each transform's matrix transposed, [[a, d], [b, e], [c, f]]: the grid comes out of
-        // one matmul laid out as `grid_sample` reads it.
-        let values: Vec<f32> = transforms
-            .iter()
-            .flat_map(|t| {
-                let [a, b, c, d, e, f] = t.sampling();
-                [a, d, b, e, c, f]
-            })
-            .collect();
+        // The grid comes out of one matmul laid out as `grid_sample` reads it.
+        let values: Vec<f32> = transforms.iter().flat_map(Affine::sampling).collect();
         let theta = Tensor::<3>::from_data(TensorData::new(values, [n, 3, 2]), &device);
         let grid = self
             .grid

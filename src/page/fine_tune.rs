@@ -8,8 +8,10 @@ use web_sys::Element;
 use super::collection;
 use super::controls::begin_run;
 use super::dom::{self, by_id, document, set_text};
+use super::form::form_config;
 use super::insight::digit_figure;
 use super::{Shared, fail, run};
+use crate::config::{ConfigError, TrainConfig};
 use crate::data::IMAGE_PIXELS;
 use crate::session::protocol::{FineTuned, OwnDigits, Payload};
 use crate::train::fine_tune::Measured;
@@ -28,24 +30,19 @@ pub(super) fn wire(page: &Shared) {
             set_text("collection-status", "Add some digits of your own first.");
             return;
         };
-        // The fine-tune's own settings, each checked alone before the run begins.
+        // The form's settings with the fine-tune's own, checked whole before the run begins.
         let overrides: Vec<(&str, String)> = FINE_TUNE_SETTINGS
             .iter()
             .map(|(name, _)| (*name, dom::value(&format!("fine-tune-{name}"))))
             .collect();
-        for (name, value) in &overrides {
-            let mut alone = crate::config::TrainConfig::default();
-            if let Err(error) = alone.set(name, value).and_then(|_| alone.validate()) {
-                set_text("collection-status", &error.to_string());
-                return;
-            }
-        }
-        let Some((mut config, choice, train_len)) = begin_run(&s) else {
+        let config = match form_config().and_then(|c| with_overrides(c, &overrides)) {
+            Ok(config) => config,
+            Err(error) => return set_text("collection-status", &error.to_string()),
+        };
+        // The form's settings once more, as a run checks them; ours are those with overrides.
+        let Some((_, choice, train_len)) = begin_run(&s) else {
             return;
         };
-        for (name, value) in &overrides {
-            let _ = config.set(name, value);
-        }
         set_text("collection-status", "Fine-tuning on your digits…");
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
@@ -58,6 +55,18 @@ pub(super) fn wire(page: &Shared) {
             }
         });
     });
+}
+
+/// `config` with the fine-tune's own settings in place, validated.
+fn with_overrides(
+    mut config: TrainConfig,
+    overrides: &[(&str, String)],
+) -> Result<TrainConfig, ConfigError> {
+    for (name, value) in overrides {
+        config.set(name, value)?;
+    }
+    config.validate()?;
+    Ok(config)
 }
 
 fn mnist(measured: &Measured) -> String {

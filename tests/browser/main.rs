@@ -4,6 +4,8 @@
 //! tests/browser_device_lost.rs need pages of their own.
 #![cfg(target_arch = "wasm32")]
 
+#[path = "../common/augment_check.rs"]
+mod augment_check;
 #[path = "../common/conv_cases.rs"]
 mod conv_cases;
 #[path = "../corpus/mod.rs"]

@@ -2,6 +2,8 @@
 //! browser's are in tests/browser; tests/kernel_profile.rs has a process of its own.
 #![cfg(not(target_arch = "wasm32"))]
 
+#[path = "../common/augment_check.rs"]
+mod augment_check;
 #[path = "../common/mod.rs"]
 mod common;
 #[path = "../common/conv_cases.rs"]
