@@ -30,10 +30,12 @@ ui: data
 train: data
 	cargo run -- train $(ARGS)
 
-# Natively, then in headless Chromium (the browser suites, threaded as the page is), then the
-# page end to end.
+# The code's format and clippy's lints first, then the tests: natively, then in headless
+# Chromium (the browser suites, threaded as the page is), then the page end to end.
 test: data
 	scripts/setup.sh trunk wasm-pack browser e2e
+	cargo fmt --check
+	cargo clippy --all-targets -- -D warnings
 	cargo test
 	wasm-pack test --headless --chrome
 	scripts/e2e.sh

@@ -63,6 +63,83 @@ pub async fn sleep_ms(ms: u32) {
     yield_now().await;
 }
 
+/// What [`panic_in_cpu_pool`] panics with.
+#[cfg(debug_assertions)]
+pub const POOL_PANIC: &str = "a panic provoked in a thread of the CPU backend's pool";
+
+/// Panics in a thread of the CPU backend's pool, as a fault of the backend would, and waits for
+/// it: natively the panic comes back to this thread, in the browser the pool's thread aborts and
+/// this one waits for ever. What the tests provoke to see a run end with the panic's message
+/// rather than hang; in debug builds only.
+#[cfg(debug_assertions)]
+pub fn panic_in_cpu_pool() {
+    rayon::scope(|scope| scope.spawn(|_| panic!("{POOL_PANIC}")));
+}
+
+/// The message a panic's payload carries, as `panic!` gave it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (
+        payload.downcast_ref::<&str>(),
+        payload.downcast_ref::<String>(),
+    ) {
+        (Some(message), _) => message.to_string(),
+        (_, Some(message)) => message.clone(),
+        _ => "a panic without a message".to_string(),
+    }
+}
+
+/// A channel by which every thread of the page's training worker reaches the page: a thread of
+/// the CPU pool too, whose own parent (the training worker) may be waiting on it and hear
+/// nothing. The panic hook says a panic there; `name` is the training worker's own, which the
+/// page gives it.
+#[cfg(target_arch = "wasm32")]
+pub mod crash_channel {
+    use std::sync::OnceLock;
+
+    use wasm_bindgen::prelude::*;
+
+    #[wasm_bindgen]
+    extern "C" {
+        type BroadcastChannel;
+        #[wasm_bindgen(constructor, catch)]
+        fn new(name: &str) -> Result<BroadcastChannel, JsValue>;
+        #[wasm_bindgen(method, js_name = postMessage)]
+        fn post_message(this: &BroadcastChannel, message: &JsValue);
+        #[wasm_bindgen(method, setter)]
+        fn set_onmessage(this: &BroadcastChannel, handler: &js_sys::Function);
+    }
+
+    /// The channel's name in this module's instance, shared by all its threads.
+    static NAME: OnceLock<String> = OnceLock::new();
+
+    /// The training worker, before its pool starts: the channel is `name`.
+    pub fn open(name: &str) {
+        let _ = NAME.set(name.to_string());
+    }
+
+    /// Says `why` to the page, from any thread; nothing where the channel was never opened.
+    pub fn say(why: &str) {
+        if let Some(channel) = NAME.get().and_then(|name| BroadcastChannel::new(name).ok()) {
+            channel.post_message(&JsValue::from_str(why));
+        }
+    }
+
+    /// The page: `on_crash` hears what the worker named `name` says on its channel.
+    pub fn listen(name: &str, on_crash: impl Fn(&str) + 'static) -> Result<(), JsValue> {
+        let channel = BroadcastChannel::new(name)?;
+        let handler = Closure::<dyn FnMut(web_sys::MessageEvent)>::new(
+            move |event: web_sys::MessageEvent| {
+                on_crash(&event.data().as_string().unwrap_or_default());
+            },
+        );
+        channel.set_onmessage(handler.as_ref().unchecked_ref());
+        handler.forget();
+        // The channel lives as long as the page: a closed one would hear nothing.
+        std::mem::forget(channel);
+        Ok(())
+    }
+}
+
 /// Options that select the GPU again after the `lost`th device was lost, as a runtime identity
 /// of its own. The browser picks its adapter by power preference alone, so any kind names it;
 /// natively the kinds index adapters, and a lost one is not selected again in the process.

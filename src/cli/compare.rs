@@ -3,12 +3,12 @@
 
 use std::path::PathBuf;
 
+use crate::chart::overlay::{self as chart, ChartOptions, XAxis};
 use crate::runs::RunRecord;
-use crate::runs::chart::{self, ChartOptions, XAxis};
 use crate::runs::table::{Column, render_text, sort};
 
-use super::run_folder::read_run;
 use super::{CliError, write_svg};
+use crate::native::run_folder::read_run;
 
 #[derive(clap::Args)]
 pub struct CompareArgs {

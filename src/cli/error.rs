@@ -8,11 +8,11 @@ use crate::data::DataError;
 use crate::device::DeviceError;
 #[cfg(feature = "measure")]
 use crate::measure::bench::BenchError;
+use crate::native::run_folder::FilesError;
+use crate::session::SessionError;
 use crate::train::checkpoint::CheckpointError;
 use crate::train::{Divergence, TrainError};
 use crate::weights::WeightsError;
-
-use super::run_folder::CHECKPOINT;
 
 #[derive(Debug, Error)]
 pub enum CliError {
@@ -26,6 +26,10 @@ pub enum CliError {
     Device(#[from] DeviceError),
     #[error(transparent)]
     Train(#[from] TrainError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Files(#[from] FilesError),
     #[cfg(feature = "measure")]
     #[error(transparent)]
     Bench(#[from] BenchError),
@@ -42,21 +46,12 @@ pub enum CliError {
         source: std::io::Error,
     },
     #[error(transparent)]
-    Chart(#[from] crate::metrics::chart_style::ChartError),
-    #[error("{}: not a run's metrics: {message}", .path.display())]
-    Metrics { path: PathBuf, message: String },
+    Chart(#[from] crate::chart::style::ChartError),
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("cannot save the model to {}: {message}", .path.display())]
-    SaveModel { path: PathBuf, message: String },
-    #[error(
-        "{} already holds a run: give another --out, or go on with that run: --resume {}",
-        .path.display(), .path.join(CHECKPOINT).display()
-    )]
-    RunExists { path: PathBuf },
     #[error(
         "the argument '--resume' cannot be used with '--{}': a resumed run keeps its \
          checkpoint's settings, and only --epochs may extend it",
@@ -74,8 +69,9 @@ pub enum CliError {
         step: usize,
         checkpoint: PathBuf,
     },
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    NotSaved(Vec<CliError>),
+    /// What a run's recorder could not write, as it said it.
+    #[error("{0}")]
+    FilesNotWritten(String),
     #[error(
         "training {divergence}; the last weights with a finite loss are in {}: try a lower --lr",
         .out.display()

@@ -3,8 +3,8 @@
 
 use std::path::PathBuf;
 
+use crate::chart::lr_find::{render_svg, short};
 use crate::config::TrainConfig;
-use crate::metrics::lr_find_chart::{render_svg, short};
 use crate::model::NetConfig;
 use crate::train::TrainControl;
 use crate::train::lr_find::{LrRange, SUGGESTION_RULE, find_lr};

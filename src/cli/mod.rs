@@ -6,13 +6,10 @@ mod compare;
 mod error;
 mod lr_find;
 mod own_data;
-mod run_folder;
 mod settings;
 mod train;
 mod ui;
 
-use std::fs::File;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -24,6 +21,7 @@ use crate::data::Mnist;
 use crate::data::batcher::MnistBatcher;
 use crate::device::{BackendChoice, TrainDevice, select_device};
 use crate::model::Net;
+use crate::native::run_folder;
 use crate::train::checkpoint::Checkpoint;
 use crate::train::checkpoint::format::MAX_CHECKPOINT_BYTES;
 use crate::train::evaluate;
@@ -110,20 +108,12 @@ fn load(setup: &SetupArgs) -> Result<(Mnist, TrainDevice), CliError> {
     Ok((data, device))
 }
 
-/// The bytes of `path`, read no further than `limit` and one byte more: enough to say the file
-/// is too large without reading all of it.
+/// The bytes of `path`, read no further than `limit` and one byte more.
 fn read_limited(path: &Path, limit: usize) -> Result<Vec<u8>, CliError> {
-    let read = |source| CliError::Read {
+    run_folder::read_limited(path, limit).map_err(|source| CliError::Read {
         path: path.into(),
         source,
-    };
-    let mut bytes = Vec::new();
-    File::open(path)
-        .map_err(read)?
-        .take(limit as u64 + 1)
-        .read_to_end(&mut bytes)
-        .map_err(read)?;
-    Ok(bytes)
+    })
 }
 
 /// Weights from `path`, read no further than a LeNet's weights can reach.

@@ -1,23 +1,24 @@
 //! `webtrain train`: a run from fresh weights, given weights or a checkpoint, with a progress
 //! bar, its files written whatever ended it, and Ctrl-C that keeps it.
 
+use std::cell::Cell;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use burn::prelude::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
-use crate::model::NetConfig;
+use crate::session::driver::{Driven, RunStart, prepare};
 use crate::train::checkpoint::Position;
-use crate::train::{Outcome, TrainControl, TrainEvent, kept_line, resume, train_from};
+use crate::train::{Divergence, Outcome, TrainControl, TrainEvent};
 
 use super::error::INTERRUPTED_EXIT;
-use super::own_data::{measured, report, run_data};
-use super::run_folder::{CHECKPOINT, CheckpointWrites, RunFolder, save_results};
+use super::own_data::{CliData, report};
 use super::{CliError, RunArgs, load_checkpoint, load_weights};
-use crate::device::select_device;
+use crate::native::run_folder::{CHECKPOINT, FolderRecord, RunFolder};
 
 #[derive(clap::Args)]
 pub struct TrainArgs {
@@ -52,14 +53,19 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         Some(checkpoint) => checkpoint.config.clone(),
         None => settings.apply(TrainConfig::default())?,
     };
-    let run = run_data(&args.run.setup, &config)?;
-    let data = &run.data;
-    let device = pollster::block_on(select_device(args.run.setup.backend))?;
-    device.check_batch(config.model, config.batch_size)?;
+    let data = CliData::load(&args.run.setup, &config)?;
+    let position = checkpoint.as_ref().map(|checkpoint| checkpoint.position);
+    let start = match (checkpoint, &args.init) {
+        (Some(checkpoint), _) => RunStart::Checkpoint(Box::new(checkpoint)),
+        (None, Some(path)) => RunStart::Weights(load_weights(path, config.model, &Device::flex())?),
+        (None, None) => RunStart::Fresh,
+    };
+    let backend = args.run.setup.backend;
+    let prepared = pollster::block_on(prepare(&config, start, data.as_run_data(), backend))?;
+    let device = &prepared.device;
     println!("Backend: {} ({})", device.adapter, device.reason);
-    let folder = match (&args.resume, &checkpoint) {
-        (Some(path), Some(checkpoint)) => {
-            let position = checkpoint.position;
+    let folder = match (&args.resume, position) {
+        (Some(path), Some(position)) => {
             println!(
                 "Resuming {}: epoch {}, batch {} (step {})",
                 path.display(),
@@ -71,11 +77,9 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         }
         _ => RunFolder::for_new_run(args.out)?,
     };
+    let path = folder.path().to_path_buf();
     // Resumed where it ran before, the run's metrics and chart go on from what it did there.
-    let earlier = checkpoint
-        .as_ref()
-        .and_then(|checkpoint| folder.metrics_until(&checkpoint.position));
-    let mut metrics = match earlier {
+    let metrics = match position.and_then(|position| folder.metrics_until(&position)) {
         Some(earlier) => RunMetrics {
             config: config.clone(),
             backend: device.to_string(),
@@ -86,105 +90,125 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let control = TrainControl::default();
     let interrupted = stop_on_interrupt(&control)?;
 
-    let total = (data.train.len_within(config.train_limit) * config.epochs) as u64;
-    let bar = ProgressBar::new(total).with_style(
+    let total = data
+        .as_run_data()
+        .mnist()
+        .train
+        .len_within(config.train_limit)
+        * config.epochs;
+    let bar = ProgressBar::new(total as u64).with_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} samples, epoch {prefix} {msg}")
             .expect("valid template"),
     );
-    // Log lines go to stdout whether or not the bar is drawn (it is not when stderr is no terminal).
-    let print = |line: String| bar.suspend(|| println!("{line}"));
-    let mut checkpoints = CheckpointWrites::default();
-    let mut stopped_at = None;
-    let on_event = |event: TrainEvent| {
-        match &event {
+    let warn = {
+        let bar = bar.clone();
+        move |line: String| bar.suspend(|| eprintln!("webtrain: {line}"))
+    };
+    let record = FolderRecord::new(folder, metrics, warn);
+    let shown = Shown::default();
+    let fault = Fault::from_env();
+    let Driven { ended, files } =
+        pollster::block_on(prepared.drive(Some(Box::new(record)), &control, |event| {
+            fault.at(&event);
+            shown.show(&event, &bar)
+        }));
+
+    // Whatever the run produced is written before any error is reported.
+    let not_saved = files.and_then(|files| files.error);
+    if let (Err(_), Some(not_saved)) = (&ended, &not_saved) {
+        eprintln!("webtrain: {not_saved}");
+    }
+    let ended = ended?;
+    if let Some(not_saved) = not_saved {
+        return Err(CliError::FilesNotWritten(not_saved));
+    }
+    if let Some(fine_tuned) = &ended.fine_tuned {
+        report(fine_tuned);
+    }
+    let Shown {
+        divergence,
+        stopped_at,
+    } = shown;
+    if let (Outcome::Diverged, Some(divergence)) = (ended.outcome, divergence.take()) {
+        return Err(CliError::Diverged {
+            divergence,
+            out: path,
+        });
+    }
+    if interrupted.load(Ordering::SeqCst) {
+        let Position { epoch, step, .. } = stopped_at.take().unwrap_or(Position::START);
+        return Err(CliError::Interrupted {
+            epoch,
+            step,
+            checkpoint: path.join(CHECKPOINT),
+        });
+    }
+    println!("Wrote {}", path.display());
+    Ok(())
+}
+
+/// A fault provoked on purpose, in debug builds only: `WEBTRAIN_PANIC_IN_POOL_AT_STEP=N` panics
+/// in a thread of the CPU pool after step N, as a fault of the backend would, so that a test
+/// sees the run end with the panic's message.
+struct Fault {
+    #[cfg(debug_assertions)]
+    panic_at_step: Option<usize>,
+}
+
+impl Fault {
+    fn from_env() -> Self {
+        Self {
+            #[cfg(debug_assertions)]
+            panic_at_step: std::env::var("WEBTRAIN_PANIC_IN_POOL_AT_STEP")
+                .ok()
+                .and_then(|step| step.parse().ok()),
+        }
+    }
+
+    fn at(&self, _event: &TrainEvent) {
+        #[cfg(debug_assertions)]
+        if let TrainEvent::Step(step) = _event
+            && Some(step.step) == self.panic_at_step
+        {
+            crate::platform::panic_in_cpu_pool();
+        }
+    }
+}
+
+/// What the terminal shows of a run: its progress bar and its log, PyTorch's example's lines
+/// among them; what the end's message needs is kept.
+#[derive(Default)]
+struct Shown {
+    divergence: Cell<Option<Divergence>>,
+    /// The position of the last checkpoint: where an interrupted run goes on from.
+    stopped_at: Cell<Option<Position>>,
+}
+
+impl Shown {
+    fn show(&self, event: &TrainEvent, bar: &ProgressBar) {
+        // Log lines go to stdout whether or not the bar is drawn (it is not when stderr is no
+        // terminal).
+        let print = |line: String| bar.suspend(|| println!("{line}"));
+        match event {
             TrainEvent::Step(step) => {
                 bar.set_position(((step.epoch - 1) * step.epoch_len + step.seen) as u64);
                 bar.set_prefix(step.epoch.to_string());
                 bar.set_message(format!("{:.0} samples/s", step.samples_per_sec));
-                if let Some(line) = step.log_line() {
-                    print(line);
-                }
             }
-            TrainEvent::Epoch(report) => print(format!("\n{report}\n")),
-            TrainEvent::Interval(_) | TrainEvent::Memory(_) => {}
-            TrainEvent::Paused { step } => print(format!("Paused before step {step}")),
-            TrainEvent::Resumed { step } => print(format!("Resumed at step {step}")),
-            TrainEvent::LrChanged { step, lr } => {
-                print(format!("Learning rate {lr} from step {step}"))
-            }
-            TrainEvent::Checkpoint(checkpoint) => {
-                stopped_at = Some(checkpoint.position);
-                checkpoints.write(&folder, checkpoint, |line| {
-                    bar.suspend(|| eprintln!("webtrain: {line}"))
-                });
-            }
-            TrainEvent::DeviceLost {
-                reason,
-                resumed_at_step,
-                cpu_threads,
-            } => print(format!(
-                "The GPU was lost ({reason}); going on on the CPU ({cpu_threads}) from step \
-                 {resumed_at_step}"
-            )),
-            TrainEvent::Diverged(divergence) => print(format!("Training {divergence}")),
-            TrainEvent::BestKept { .. } => print(kept_line(&event).unwrap_or_default()),
+            TrainEvent::Checkpoint(checkpoint) => self.stopped_at.set(Some(checkpoint.position)),
+            TrainEvent::Diverged(divergence) => self.divergence.set(Some(divergence.clone())),
             TrainEvent::Done {
                 samples_per_sec, ..
             } => bar.finish_with_message(format!("{samples_per_sec:.0} samples/s")),
+            _ => {}
         }
-        metrics.record(&event);
-    };
-    let start = match (&checkpoint, &args.init) {
-        (Some(_), _) => None,
-        (None, Some(path)) => Some(load_weights(path, config.model, &device.device)?),
-        (None, None) => Some(NetConfig::from(config.model).init(&device.device, config.seed)),
-    };
-    // On one's own digits, the model before and after: what fine-tuning changed.
-    let before = match &start {
-        Some(model) => measured(model, &run, &device.device)?,
-        None => None,
-    };
-    let trained = pollster::block_on(async {
-        match (&checkpoint, start) {
-            (Some(checkpoint), _) => {
-                resume(checkpoint, data, &device.device, &control, on_event).await
-            }
-            (None, Some(model)) => {
-                train_from(model, &config, data, &device.device, &control, on_event).await
-            }
-            (None, None) => unreachable!("a run starts from a checkpoint or a model"),
+        match (event, event.log_line()) {
+            // As PyTorch's example prints it: a blank line before and after.
+            (TrainEvent::Epoch(_), Some(line)) => print(format!("\n{line}\n")),
+            (_, Some(line)) => print(line),
+            (_, None) => {}
         }
-        .map_err(CliError::from)
-    });
-
-    // Whatever the run produced is written before any error is reported: the model first.
-    let model = trained.as_ref().ok().map(|trained| &trained.model);
-    let saved = save_results(&folder, model, &metrics, checkpoints.failure);
-    if let (Err(_), Err(not_saved)) = (&trained, &saved) {
-        eprintln!("webtrain: {not_saved}");
     }
-    let trained = trained?;
-    saved?;
-    if let (Some(before), Some(after)) = (&before, measured(&trained.model, &run, &device.device)?)
-    {
-        report(before, &after, &data.test);
-    }
-    if let (Outcome::Diverged, Some(divergence)) = (trained.outcome, metrics.divergence) {
-        return Err(CliError::Diverged {
-            divergence,
-            out: folder.path().into(),
-        });
-    }
-    if interrupted.load(Ordering::SeqCst) {
-        let Position { epoch, step, .. } = stopped_at.unwrap_or(Position::START);
-        return Err(CliError::Interrupted {
-            epoch,
-            step,
-            checkpoint: folder.file(CHECKPOINT),
-        });
-    }
-    println!("Wrote {}", folder.path().display());
-    Ok(())
 }
 
 /// Ctrl-C (or SIGTERM) stops the run at its next step, and its files are written; a second one

@@ -46,6 +46,10 @@ pub enum DataError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error("too few of your digits to hold any out: add two or more of a digit")]
+    FewDigits,
+    #[error("MNIST's share (mix_mnist) needs MNIST, which is not loaded")]
+    NothingToMix,
 }
 
 /// Images and labels of one split, kept as bytes: 47 MB for the training set instead of 188 MB

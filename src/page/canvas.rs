@@ -11,6 +11,8 @@ use plotters_backend::{
 use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::wasm_bindgen;
+
+use crate::chart::style::ChartTheme;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
 #[wasm_bindgen]
@@ -144,5 +146,16 @@ impl DrawingBackend for ChartCanvas {
             _ => size * 1.2,
         };
         Ok((metrics.width().ceil() as u32, height.ceil() as u32))
+    }
+}
+
+/// The page's colour scheme, as the stylesheet follows it.
+pub fn chart_theme() -> ChartTheme {
+    let dark = web_sys::window()
+        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
+        .is_some_and(|query| query.matches());
+    match dark {
+        true => ChartTheme::DARK,
+        false => ChartTheme::LIGHT,
     }
 }

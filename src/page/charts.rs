@@ -8,15 +8,14 @@ use std::rc::Rc;
 use plotters::prelude::IntoDrawingArea;
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
-use super::canvas::ChartCanvas;
-use super::dom::by_id;
-use super::form::form_config;
+use super::canvas::{ChartCanvas, chart_theme};
+use super::dom::{by_id, now_ms};
+use crate::chart::overlay::{self as runs_chart, ChartOptions, PALETTE, Series};
+use crate::chart::run as chart;
+use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
-use crate::metrics::chart;
-use crate::metrics::chart_style::ChartTheme;
 use crate::platform::yield_now;
 use crate::runs::RunRecord;
-use crate::runs::chart::{self as runs_chart, ChartOptions, PALETTE, Series};
 
 /// The charts redraw at most this often, however short the intervals.
 const REDRAW_MS: f64 = 250.0;
@@ -108,13 +107,14 @@ pub(super) fn show(id: Option<String>, metrics: Rc<RefCell<RunMetrics>>) {
 }
 
 /// Both charts again, for the shown run: the runs selected or the way they are drawn changed.
-/// A redraw asked while one is under way may draw a chart once more; each draw is whole.
-pub fn redraw() {
+/// Before any run, the axes follow `form`'s settings. A redraw asked while one is under way may
+/// draw a chart once more; each draw is whole.
+pub fn redraw(form: TrainConfig) {
     let shown = SHOWN.with(|shown| shown.borrow().clone());
     let (id, metrics) = match shown {
         Some(shown) => shown,
         None => {
-            let config = form_config().unwrap_or_default();
+            let config = form;
             (
                 None,
                 Rc::new(RefCell::new(RunMetrics::new(config, String::new()))),
@@ -129,21 +129,6 @@ pub fn redraw() {
             draw(index, &metrics.borrow(), id.as_deref());
         }
     });
-}
-
-/// The page's colour scheme, as the stylesheet follows it.
-pub(super) fn chart_theme() -> ChartTheme {
-    let dark = web_sys::window()
-        .and_then(|w| w.match_media("(prefers-color-scheme: dark)").ok().flatten())
-        .is_some_and(|query| query.matches());
-    match dark {
-        true => ChartTheme::DARK,
-        false => ChartTheme::LIGHT,
-    }
-}
-
-pub(super) fn now_ms() -> f64 {
-    js_sys::Date::now()
 }
 
 /// The charts, redrawn while a run trains when they have news and `REDRAW_MS` have passed since
@@ -221,11 +206,11 @@ impl Charts {
     }
 }
 
-/// The charts' axes before any run, for the form's settings: each in a task of its own, while
-/// MNIST downloads, so that a run's first redraw is not the charts' first (the browser compiles
-/// their code on its first call).
-pub async fn draw_empty() {
-    let config = form_config().unwrap_or_default();
+/// The charts' axes before any run, for the form's settings (`form`): each in a task of its
+/// own, while MNIST downloads, so that a run's first redraw is not the charts' first (the
+/// browser compiles their code on its first call).
+pub async fn draw_empty(form: TrainConfig) {
+    let config = form;
     let metrics = RefCell::new(RunMetrics::new(config, String::new()));
     Charts::draw_in_turn(&RefCell::new(Charts::new()), &metrics).await;
 }

@@ -11,9 +11,10 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, Element, HtmlButtonElement, HtmlCanvasElement, HtmlInputElement};
 
+use super::digit::{digit_figure, drawn_digit};
 use super::dom::{self, by_id, document, set_text};
-use super::insight::{digit_figure, drawn_digit};
-use super::{PageError, digit_store, download};
+use super::error::PageError;
+use super::{digit_store, download};
 use crate::data::MnistSplit;
 use crate::data::mnist_form::{MAX_SIDE, from_rgba};
 use crate::model::CLASSES;

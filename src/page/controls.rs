@@ -4,10 +4,11 @@
 use web_sys::HtmlElement;
 
 use super::dom::{self, by_id, set_text};
-use super::engine::EngineChoice;
-use super::form::{self, backend_choice, copy_link, form_config, validate_form, write_query};
+use super::form::{self, backend_choice, copy_link, form_config};
 use super::phase::Phase;
-use super::{Shared, current, download, fail, insight, log, run, set_phase, show_error, use_data};
+use super::run::{self, begin_run};
+use super::state::{Shared, fail, log, set_phase, show_error, use_data};
+use super::{confusion, current, download, gallery};
 use crate::config::{TrainConfig, check_lr};
 use crate::session::protocol::{Control, Evaluate, UseFiles, WarmUp};
 
@@ -115,7 +116,7 @@ fn wire_model_controls(page: &Shared) {
                 Err(error) => Err(error.into()),
             };
             let loaded = match loaded {
-                Ok(()) => insight::show_gallery(&s).await,
+                Ok(()) => gallery::show(&s).await,
                 failed => failed,
             };
             show_error(&loaded.err().map(|e| e.to_string()).unwrap_or_default());
@@ -157,8 +158,8 @@ async fn evaluate(page: &Shared, runs: u32) {
         Ok(report) => {
             log(&report.to_string());
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
-            insight::show_confusion(&report);
-            if let Err(error) = insight::show_gallery(page).await {
+            confusion::show(&report);
+            if let Err(error) = gallery::show(page).await {
                 show_error(&error.to_string());
             }
         }
@@ -188,34 +189,6 @@ async fn use_files(page: &Shared, before: Phase) {
             show_error(&error.to_string());
         }
     }
-}
-
-/// Checks that a run can start and puts the page in `Training` at once, before anything is
-/// awaited, so that a second click finds Start disabled; what the run is, if it can start.
-pub(super) fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
-    let (phase, data, gone) = {
-        let page = page.borrow();
-        (page.phase, page.data, page.worker_gone)
-    };
-    if gone || matches!(phase, Phase::Loading | Phase::Training { .. }) {
-        return None;
-    }
-    let Some((train_len, _)) = data else {
-        show_error("MNIST is not loaded yet");
-        return None;
-    };
-    let config = validate_form().ok()?;
-    let choice = match backend_choice() {
-        Ok(choice) => choice,
-        Err(error) => {
-            show_error(&error.to_string());
-            return None;
-        }
-    };
-    write_query(&config, choice);
-    page.borrow_mut().runs += 1;
-    set_phase(page, Phase::Training { paused: false });
-    Some((config, choice, train_len))
 }
 
 /// Settings a run's kernels are built for: changing one builds them again.

@@ -8,17 +8,12 @@ use std::rc::Rc;
 use web_sys::HtmlInputElement;
 
 use super::dom::{by_id, set_text};
-use super::{PageError, Shared, download, storage};
+use super::error::PageError;
+use super::state::{ModelFile, Shared};
+use super::{download, storage};
 use crate::config::ModelKind;
 use crate::session::protocol::{LoadModel, Payload};
 use crate::weights::MAX_WEIGHTS_BYTES;
-
-pub struct ModelFile {
-    pub kind: ModelKind,
-    /// Its `.safetensors` file, as downloaded and as kept in IndexedDB.
-    pub weights: Vec<u8>,
-    pub about: String,
-}
 
 fn show(page: &Shared, model: ModelFile, how: &str) {
     set_text("model-status", &format!("{how}: {}", model.about));

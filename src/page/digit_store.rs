@@ -4,7 +4,7 @@ use js_sys::{Object, Reflect, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::IdbTransactionMode;
 
-use super::PageError;
+use super::error::PageError;
 use super::storage::{DIGITS, committed, failed, finished, on_commit, open};
 use crate::data::MnistSplit;
 use crate::data::idx::{parse_images, parse_labels};

@@ -4,7 +4,7 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{Document, Element, Event, HtmlElement};
 
-use super::PageError;
+use super::error::PageError;
 use crate::platform::js_error;
 
 pub fn document() -> Document {
@@ -56,4 +56,9 @@ pub fn on_element(element: &Element, event: &str, handler: impl FnMut(Event) + '
 /// What the DOM refused, as the page says it.
 pub fn failed(error: JsValue) -> PageError {
     PageError::Dom(js_error(error))
+}
+
+/// Now, in milliseconds since 1970 (UTC).
+pub fn now_ms() -> f64 {
+    js_sys::Date::now()
 }

@@ -6,8 +6,8 @@ use wasm_bindgen::{JsCast, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{Blob, BlobPropertyBag, File, HtmlAnchorElement, HtmlInputElement, Url};
 
-use super::PageError;
 use super::dom::by_id;
+use super::error::PageError;
 use crate::config::ModelKind;
 use crate::data::{MAX_IDX_BYTES, TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS};
 use crate::platform::js_error;

@@ -6,11 +6,11 @@ use wasm_bindgen::JsCast;
 use web_sys::Element;
 
 use super::collection;
-use super::controls::begin_run;
+use super::digit::digit_figure;
 use super::dom::{self, by_id, document, set_text};
 use super::form::form_config;
-use super::insight::digit_figure;
-use super::{Shared, fail, run};
+use super::run::{self, FineTune, begin_run};
+use super::state::{Shared, fail};
 use crate::config::{ConfigError, TrainConfig};
 use crate::data::IMAGE_PIXELS;
 use crate::session::protocol::{FineTuned, OwnDigits, Payload};
@@ -46,11 +46,12 @@ pub(super) fn wire(page: &Shared) {
         set_text("collection-status", "Fine-tuning on your digits…");
         let s = s.clone();
         wasm_bindgen_futures::spawn_local(async move {
-            let own = OwnDigits {
+            let digits = OwnDigits {
                 images: Payload::from(own.0),
                 labels: Payload::from(own.1),
             };
-            if let Err(error) = run::run(&s, config, choice, train_len, Some(own)).await {
+            let fine_tune = FineTune { digits, show };
+            if let Err(error) = run::run(&s, config, choice, train_len, Some(fine_tune)).await {
                 fail(&error.to_string());
             }
         });
@@ -76,7 +77,7 @@ fn mnist(measured: &Measured) -> String {
 }
 
 /// The model before and after, and each held-out digit whose verdict changed.
-pub(super) fn show(judged: &FineTuned) {
+fn show(judged: &FineTuned) {
     let (before, after) = (&judged.before, &judged.after);
     let rows = [
         (

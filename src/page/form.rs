@@ -6,9 +6,10 @@ use wasm_bindgen_futures::JsFuture;
 use web_sys::{HtmlElement, UrlSearchParams};
 
 use super::dom::{self, by_id, set_text};
-use super::engine::{EngineChoice, token};
+use super::engines::{EngineChoice, token};
+use super::error::PageError;
 use super::schedule_preview;
-use super::{PageError, show_error};
+use super::state::show_error;
 use crate::config::settings::SETTINGS;
 use crate::config::{ConfigError, TrainConfig};
 use crate::device::DeviceError;

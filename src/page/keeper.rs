@@ -3,8 +3,10 @@
 
 use std::cell::Cell;
 
-use super::charts::now_ms;
-use super::{PageError, run_store, runs, show_error};
+use super::dom::now_ms;
+use super::error::PageError;
+use super::state::show_error;
+use super::{run_store, runs};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::runs::{Engine, RunRecord};

@@ -9,13 +9,14 @@ use plotters::prelude::*;
 use web_sys::{HtmlButtonElement, HtmlCanvasElement, HtmlElement, HtmlInputElement};
 
 use super::canvas::ChartCanvas;
-use super::charts::chart_theme;
+use super::canvas::chart_theme;
 use super::dom::{self, by_id, set_text};
 use super::engine::use_engine;
+use super::error::PageError;
 use super::form::{backend_choice, validate_form, write_query};
 use super::phase::Phase;
-use super::{PageError, Shared, log, set_phase, show_error};
-use crate::metrics::lr_find_chart::{draw_lr_finding, short};
+use super::state::{Shared, log, set_phase, show_error};
+use crate::chart::lr_find::{draw_lr_finding, short};
 use crate::session::protocol::FindLr;
 use crate::train::lr_find::{LrFinding, LrPoint, LrRange, SUGGESTION_RULE};
 

@@ -6,22 +6,27 @@ use std::rc::Rc;
 
 use web_sys::{HtmlElement, HtmlInputElement, HtmlProgressElement};
 
-use super::charts::{self, CHART_POINTS, Charts, now_ms};
+use super::charts::{self, CHART_POINTS, Charts};
+use super::dom::now_ms;
 use super::dom::{self, by_id, set_text};
-use super::engine::{EngineChoice, token, use_engine};
-use super::form::fill_form;
+use super::engine::{show_device, use_engine};
+use super::engines::{EngineChoice, token};
+use super::error::PageError;
+use super::form::{backend_choice, fill_form, validate_form, write_query};
 use super::keeper::Keeper;
 use super::phase::Phase;
-use super::{
-    PageError, Shared, current, fine_tune, insight, log, runs, set_phase, show_device, show_error,
-};
+use super::state::{ModelFile, Shared, log, set_phase, show_error};
+use super::{confusion, current, gallery, runs};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::session::protocol::{Follow, Followed, OwnDigits, RunEnded, RunFiles, Train};
-use crate::train::{TrainEvent, kept_line};
+use crate::train::TrainEvent;
 
-/// Shows an event's figures and says whether the charts have news.
+/// Shows an event: its line in the log, its figures, and says whether the charts have news.
 fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
+    if let Some(line) = event.log_line() {
+        log(&line);
+    }
     match event {
         TrainEvent::Step(step) => {
             let done = (step.epoch - 1) * step.epoch_len + step.seen;
@@ -32,29 +37,13 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             );
             set_text("step", &step.step.to_string());
             set_text("speed", &format!("{:.0}", step.samples_per_sec));
-            if let Some(line) = step.log_line() {
-                log(&line);
-            }
             false
         }
-        TrainEvent::Interval(_) => true,
+        TrainEvent::Interval(_) | TrainEvent::LrChanged { .. } => true,
         TrainEvent::Epoch(report) => {
-            log(&report.to_string());
-            insight::show_confusion(report);
+            confusion::show(report);
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
             true
-        }
-        TrainEvent::LrChanged { step, lr } => {
-            log(&format!("Learning rate {lr} from step {step}"));
-            true
-        }
-        TrainEvent::Paused { step } => {
-            log(&format!("Paused before step {step}"));
-            false
-        }
-        TrainEvent::Resumed { step } => {
-            log(&format!("Resumed at step {step}"));
-            false
         }
         TrainEvent::Memory(report) => {
             set_text("memory", &report.to_string());
@@ -69,28 +58,13 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             }
             false
         }
-        TrainEvent::Checkpoint(_) => false,
-        TrainEvent::DeviceLost {
-            reason,
-            resumed_at_step,
-            cpu_threads,
-        } => {
-            let message = format!(
-                "The GPU was lost ({reason}). Training goes on on the CPU ({cpu_threads}) from step {resumed_at_step}, the last checkpoint."
-            );
-            log(&message);
+        TrainEvent::DeviceLost { cpu_threads, .. } => {
             set_text("backend", &format!("CPU, {cpu_threads} — the GPU was lost"));
-            show_error(&message);
+            show_error(&event.log_line().unwrap_or_default());
             true
         }
-        TrainEvent::Diverged(divergence) => {
-            let message = format!("Training {divergence}. Try a smaller learning rate.");
-            log(&message);
-            show_error(&message);
-            false
-        }
-        TrainEvent::BestKept { .. } => {
-            log(&kept_line(event).unwrap_or_default());
+        TrainEvent::Diverged(_) => {
+            show_error(&event.log_line().unwrap_or_default());
             false
         }
         TrainEvent::Done {
@@ -99,6 +73,10 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             set_text("speed", &format!("{samples_per_sec:.0}"));
             false
         }
+        TrainEvent::Paused { .. }
+        | TrainEvent::Resumed { .. }
+        | TrainEvent::Checkpoint(_)
+        | TrainEvent::BestKept { .. } => false,
     }
 }
 
@@ -219,13 +197,13 @@ impl LiveRun {
         if let Some(files) = files {
             show_files(&files);
         }
-        let model = current::ModelFile {
+        let model = ModelFile {
             kind: self.config.model,
             weights: weights.into_bytes(),
             about,
         };
         current::keep(page, model).await?;
-        insight::show_gallery(page).await?;
+        gallery::show(page).await?;
         set_phase(page, Phase::Finished(outcome));
         Ok(())
     }
@@ -253,20 +231,59 @@ fn show_files(files: &RunFiles) {
     list.set_hidden(false);
 }
 
+/// A fine-tune of the current model on one's own digits: the digits, and what shows its
+/// judgement at the run's end.
+pub struct FineTune {
+    pub digits: OwnDigits,
+    pub show: fn(&FineTuned),
+}
+
+/// Checks that a run can start and puts the page in `Training` at once, before anything is
+/// awaited, so that a second click finds Start disabled; what the run is, if it can start.
+pub fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
+    let (phase, data, gone) = {
+        let page = page.borrow();
+        (page.phase, page.data, page.worker_gone)
+    };
+    if gone || matches!(phase, Phase::Loading | Phase::Training { .. }) {
+        return None;
+    }
+    let Some((train_len, _)) = data else {
+        show_error("MNIST is not loaded yet");
+        return None;
+    };
+    let config = validate_form().ok()?;
+    let choice = match backend_choice() {
+        Ok(choice) => choice,
+        Err(error) => {
+            show_error(&error.to_string());
+            return None;
+        }
+    };
+    write_query(&config, choice);
+    page.borrow_mut().runs += 1;
+    set_phase(page, Phase::Training { paused: false });
+    Some((config, choice, train_len))
+}
+
 /// One training run on the engine `choice` names; the page is already in `Training`. With
-/// `own_digits`, a fine-tune of the current model on them, judged at its end.
+/// `fine_tune`, a fine-tune of the current model on one's own digits, judged at its end.
 pub async fn run(
     page: &Shared,
     config: TrainConfig,
     choice: EngineChoice,
     train_len: usize,
-    own_digits: Option<OwnDigits>,
+    fine_tune: Option<FineTune>,
 ) -> Result<(), PageError> {
     let trainer = use_engine(page, choice).await?;
     let backend = show_device(page, choice).await?;
     let kept_here = choice != EngineChoice::Native;
     let live = LiveRun::new(page, config.clone(), backend, train_len, kept_here);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
+    let (own_digits, show_judged) = match fine_tune {
+        Some(FineTune { digits, show }) => (Some(digits), Some(show)),
+        None => (None, None),
+    };
     let request = Train {
         config,
         backend: choice.device(),
@@ -274,12 +291,15 @@ pub async fn run(
         own_digits,
     };
     let ended = trainer.ask_reporting(request, live.on_event()).await;
-    if let Ok(RunEnded {
-        fine_tuned: Some(judged),
-        ..
-    }) = &ended
+    if let (
+        Ok(RunEnded {
+            fine_tuned: Some(judged),
+            ..
+        }),
+        Some(show),
+    ) = (&ended, show_judged)
     {
-        fine_tune::show(judged);
+        show(judged);
     }
     let shown = live.end(page, ended).await;
     // The native engine's run folder is its record: the table lists it from there.

@@ -6,7 +6,7 @@ use js_sys::{Array, Promise, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
 use web_sys::{IdbTransaction, IdbTransactionMode};
 
-use super::PageError;
+use super::error::PageError;
 use super::storage::{RUN_WEIGHTS, RUNS, committed, failed, finished, on_commit, open};
 use crate::runs::RunRecord;
 

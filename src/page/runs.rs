@@ -11,10 +11,12 @@ use web_sys::{Element, HtmlElement, HtmlInputElement};
 
 use super::charts::{self, Overlay};
 use super::dom::{self, by_id, set_text};
-use super::form::{backend_choice, fill_form, validate_form, write_query};
+use super::error::PageError;
+use super::form::{backend_choice, fill_form, form_config, validate_form, write_query};
 use super::runs_table::table_html;
-use super::{PageError, Shared, download, run_store, show_error};
-use crate::runs::chart::ChartOptions;
+use super::state::{Shared, show_error};
+use super::{download, run_store};
+use crate::chart::overlay::ChartOptions;
 use crate::runs::export::{self, MAX_RUN_BYTES};
 use crate::runs::table::{Column, sort};
 use crate::runs::{Engine, RunRecord};
@@ -130,7 +132,7 @@ fn find(id: &str) -> Option<RunRecord> {
 fn change(change: impl FnOnce(&mut Kept)) {
     KEPT.with(|kept| change(&mut kept.borrow_mut()));
     render();
-    charts::redraw();
+    charts::redraw(form_config().unwrap_or_default());
 }
 
 /// What a click on the table asks, by the `data-action` of what was clicked and the `data-id`
@@ -209,7 +211,7 @@ async fn rename(run: RunRecord) -> Result<(), PageError> {
     };
     run_store::put(&renamed, None).await?;
     show(renamed);
-    charts::redraw();
+    charts::redraw(form_config().unwrap_or_default());
     Ok(())
 }
 
@@ -271,9 +273,9 @@ fn read_options() {
             smoothing,
             log_loss: by_id::<HtmlInputElement>("log-loss").checked(),
             x_axis: match dom::value("x-axis").as_str() {
-                "step" => crate::runs::chart::XAxis::Step,
-                "time" => crate::runs::chart::XAxis::Time,
-                _ => crate::runs::chart::XAxis::Epoch,
+                "step" => crate::chart::overlay::XAxis::Step,
+                "time" => crate::chart::overlay::XAxis::Time,
+                _ => crate::chart::overlay::XAxis::Epoch,
             },
         };
         kept.mean_seeds = by_id::<HtmlInputElement>("mean-seeds").checked();
@@ -304,7 +306,7 @@ pub fn wire() {
         dom::on(id, event, |_| {
             read_options();
             charts::set_overlay(overlay());
-            charts::redraw();
+            charts::redraw(form_config().unwrap_or_default());
         });
     }
     dom::on("import-run", "change", |_| {

@@ -5,11 +5,11 @@ use plotters::prelude::*;
 use web_sys::{HtmlCanvasElement, HtmlElement};
 
 use super::canvas::ChartCanvas;
-use super::charts::chart_theme;
+use super::canvas::chart_theme;
 use super::dom::by_id;
+use crate::chart::schedule::draw_schedule;
 use crate::config::TrainConfig;
 use crate::data::MNIST_TRAIN_LEN;
-use crate::metrics::schedule_chart::draw_schedule;
 use crate::train::schedule::learning_rates;
 
 /// Above this many steps, `data-rates` holds every n-th only.

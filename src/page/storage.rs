@@ -10,7 +10,7 @@ use web_sys::{
     Event, IdbDatabase, IdbOpenDbRequest, IdbRequest, IdbTransaction, IdbTransactionMode,
 };
 
-use super::PageError;
+use super::error::PageError;
 use crate::config::ModelKind;
 use crate::platform::js_error;
 

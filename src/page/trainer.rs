@@ -16,8 +16,8 @@ use web_sys::{
     WorkerType,
 };
 
-use super::PageError;
-use crate::platform::js_error;
+use super::error::PageError;
+use crate::platform::{crash_channel, js_error};
 use crate::session::envelope::{BadMessage, Envelope};
 use crate::session::failure;
 use crate::session::protocol::{Ask, Notice, Reply, Request};
@@ -124,9 +124,15 @@ impl Trainer {
         let name = "the training worker";
         let options = WorkerOptions::new();
         options.set_type(WorkerType::Module);
+        // Its crash channel's name: this page's alone, among the pages open in this browser.
+        let channel = format!("webtrain-training-{}", js_sys::Math::random());
+        options.set_name(&channel);
         let worker = Worker::new_with_options(WORKER_SCRIPT, &options)
             .map_err(|e| engine_gone(name, js_error(e)))?;
         let (trainer, link) = Self::new(name, Transport::Worker(worker.clone()), on_crash);
+        let crashed = trainer.crashed.clone();
+        crash_channel::listen(&channel, move |why| crashed(why))
+            .map_err(|e| engine_gone(name, js_error(e)))?;
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             link.receive(Envelope::from_js(&event.data()));
         });

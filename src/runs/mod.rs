@@ -2,7 +2,6 @@
 //! runs in IndexedDB and a native engine in its run folders (`metrics.json`); both read as
 //! [`RunRecord`]s, which the runs table lists and the charts overlay.
 
-pub mod chart;
 pub mod export;
 pub mod table;
 

@@ -7,8 +7,8 @@
 //! A session lives on one thread and answers each request in a task of its own, so that control
 //! requests and questions about the model are answered between a run's steps.
 
+pub mod driver;
 pub mod envelope;
-mod fine_tune;
 mod gallery;
 mod lr_find;
 pub mod protocol;
@@ -24,15 +24,17 @@ use thiserror::Error;
 
 use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::batcher::MnistBatcher;
-use crate::data::own_digits::{hold_out, mix};
+use crate::data::own_digits::{OwnRun, own_run};
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistSplit};
 use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
 #[cfg(feature = "measure")]
 use crate::measure::op_profile::{CpuProfile, cpu_profile};
 use crate::model::Net;
 use crate::predict::probabilities;
-use crate::train::{EpochReport, TrainControl, TrainError, TrainEvent, evaluate};
+use crate::readback::ReadbackError;
+use crate::train::{EpochReport, TrainControl, TrainError, evaluate};
 use crate::weights::{WeightsError, from_safetensors};
+pub use driver::RunRecorder;
 use envelope::Envelope;
 use gallery::Guesses;
 use protocol::*;
@@ -52,6 +54,8 @@ pub enum SessionError {
     Train(#[from] TrainError),
     #[error(transparent)]
     Weights(#[from] WeightsError),
+    #[error(transparent)]
+    Readback(#[from] ReadbackError),
     #[error("{file}: download failed: {message}")]
     Download { file: String, message: String },
     #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
@@ -64,10 +68,6 @@ pub enum SessionError {
     NoData,
     #[error("a run is already going: stop it first")]
     Busy,
-    #[error("MNIST's share needs MNIST, which is not loaded yet")]
-    NothingToMix,
-    #[error("too few of your digits to hold any out: add two or more of a digit")]
-    FewDigits,
     #[error("no model yet: train one, or load a weights file")]
     NoModel,
     #[error("the model is a {loaded}; choose {loaded} to train on from it, not {chosen}")]
@@ -79,6 +79,8 @@ pub enum SessionError {
     Files(String),
     #[error("{0}")]
     RunFailed(String),
+    #[error("the run stopped on an internal fault: {0}")]
+    Panicked(String),
 }
 
 /// What differs between the engines.
@@ -98,13 +100,6 @@ pub trait Host {
 
     /// The runs this engine keeps (natively: its run folders); the browser's are the page's.
     fn kept_runs(&self) -> Result<Vec<crate::runs::RunRecord>, SessionError>;
-}
-
-/// What records a run as it goes (natively: its folder's files).
-pub trait RunRecorder {
-    fn event(&mut self, event: &TrainEvent);
-    /// The run has ended, with this model if it has one: writes what remains.
-    fn finish(self: Box<Self>, model: Option<&Net>) -> RunFiles;
 }
 
 /// Where a request's replies go, sealed.
@@ -381,12 +376,28 @@ impl<H: Host> Session<H> {
         if config.mix_mnist == 0.0 || state.hosted_data {
             return Ok(data);
         }
-        let Some(mnist) = &state.mnist else {
-            return Err(SessionError::NothingToMix);
-        };
-        let train = mix(&data.train, &mnist.train, config.mix_mnist, config.seed);
-        let test = data.test.clone();
-        Ok(Rc::new(Mnist { train, test }))
+        let mnist = state.mnist.as_deref();
+        let own = own_run(
+            &data.train,
+            Some(&data.test),
+            mnist,
+            config.mix_mnist,
+            config.seed,
+        )?;
+        Ok(Rc::new(own.data))
+    }
+
+    /// One's own digits, as the page sends them, made a fine-tune's data.
+    fn own_run(&self, own: OwnDigits, config: &TrainConfig) -> Result<OwnRun, SessionError> {
+        let own = MnistSplit::from_parts(own.images.into_bytes(), own.labels.into_bytes())?;
+        let mnist = self.state.borrow().mnist.clone();
+        Ok(own_run(
+            &own,
+            None,
+            mnist.as_deref(),
+            config.mix_mnist,
+            config.seed,
+        )?)
     }
 
     fn model(&self) -> Result<Rc<Model>, SessionError> {
@@ -407,7 +418,7 @@ fn held_out_from_files(files: Vec<NamedFile>, seed: u64) -> Result<Mnist, Sessio
         .map_err(|files: Vec<_>| SessionError::FileCount(files.len()))?;
     let (ib, lb) = (images.bytes.bytes(), labels.bytes.bytes());
     let split = MnistSplit::from_idx(&images.name, &ib, &labels.name, &lb)?;
-    Ok(hold_out(&split, seed))
+    Ok(own_run(&split, None, None, 0.0, seed)?.data)
 }
 
 /// Train images, train labels, test images and test labels, each named as the user knows it.

@@ -5,14 +5,17 @@ use std::rc::Rc;
 use futures_channel::oneshot;
 use web_time::Instant;
 
-use super::protocol::{Followed, Payload, RunEnded, Train, WarmUp as WarmUpRequest, WarmedUp};
-use super::{Host, Model, RunRecorder, Session, SessionError};
+use super::driver::{Driven, Ended, RunData, RunStart, prepare};
+use super::protocol::{
+    Followed, Payload, RunEnded, RunFiles, Train, WarmUp as WarmUpRequest, WarmedUp,
+};
+use super::{Host, Model, Session, SessionError};
 use crate::config::{ModelKind, TrainConfig};
-use crate::device::{BackendChoice, BackendKind, TrainDevice, select_device};
+use crate::device::{BackendKind, select_device};
 use crate::model::Net;
 use crate::session::warm_up::warm_up;
-use crate::train::{Outcome, TrainControl, TrainError, TrainEvent, Trained, train, train_from};
-use crate::weights::{to_cpu, to_safetensors};
+use crate::train::{Outcome, TrainControl, TrainEvent};
+use crate::weights::to_safetensors;
 
 /// The run going: its control, and who follows it.
 pub(super) struct Run {
@@ -95,48 +98,50 @@ impl<H: Host> Session<H> {
         if self.busy() {
             return Err(SessionError::Busy);
         }
-        let start = self.start_from(config.model, from_model || own_digits.is_some())?;
-        let fine_tune = match own_digits {
-            Some(own) => Some(self.fine_tune_data(own, &config, start.as_ref()).await?),
+        let start = match self.start_from(config.model, from_model || own_digits.is_some())? {
+            Some(net) => RunStart::Weights(net),
+            None => RunStart::Fresh,
+        };
+        let own = match own_digits {
+            Some(own) => Some(self.own_run(own, &config)?),
             None => None,
         };
-        let data = match &fine_tune {
-            Some(fine_tune) => fine_tune.data.clone(),
-            None => self.run_data(&config)?,
+        let mnist = match &own {
+            Some(_) => None,
+            None => Some(self.run_data(&config)?),
+        };
+        let data = match (&own, &mnist) {
+            (Some(own), _) => RunData::Own(own),
+            (None, Some(mnist)) => RunData::Mnist(mnist),
+            (None, None) => unreachable!("a run has its data"),
         };
         // Taken before the first await: a second request finds the engine busy.
         let control = TrainControl::default();
         self.state.borrow_mut().starting = Some(control.clone());
-        let prepared = self.prepare_run(&config, backend).await;
+        let prepared = async {
+            // A warm-up going shares the device: the run starts with what it has built.
+            self.stop_warm_up().await;
+            let prepared = prepare(&config, start, data, backend).await?;
+            let record = self.host.record(&config, &prepared.device.to_string())?;
+            Ok::<_, SessionError>((prepared, record))
+        }
+        .await;
         self.state.borrow_mut().starting = None;
-        let (device, mut record) = prepared?;
+        let (prepared, record) = prepared?;
         self.state.borrow_mut().run = Some(Run {
             control: control.clone(),
             config: config.clone(),
-            device: device.to_string(),
+            device: prepared.device.to_string(),
             history: Vec::new(),
             followers: vec![Follower { events, end: None }],
         });
         let on_event = |event: TrainEvent| {
-            if let Some(record) = record.as_mut() {
-                record.event(&event);
-            }
             if !matches!(event, TrainEvent::Checkpoint(_)) {
                 self.tell_followers(event);
             }
         };
-        let trained = match start {
-            Some(net) => train_from(net, &config, &data, &device.device, &control, on_event).await,
-            None => train(&config, &data, &device.device, &control, on_event).await,
-        };
-        let mut ended = self.end_run(&config, trained, record).await;
-        if let (Ok(_), Some(fine_tune)) = (&ended, &fine_tune) {
-            let judged = self.judge(fine_tune).await;
-            ended = ended.and_then(|mut done| {
-                done.fine_tuned = Some(judged?);
-                Ok(done)
-            });
-        }
+        let Driven { ended, files } = prepared.drive(record, &control, on_event).await;
+        let ended = ended.and_then(|ended| self.keep(ended, config.model, files));
         let followers = self.state.borrow_mut().run.take().map(|run| run.followers);
         for end in followers.into_iter().flatten().filter_map(|f| f.end) {
             let _ = end.send(ended.as_ref().map_err(ToString::to_string).cloned());
@@ -144,46 +149,25 @@ impl<H: Host> Session<H> {
         ended
     }
 
-    /// The run's device, with the kernels a warm-up built, and its record.
-    async fn prepare_run(
+    /// The run's model made the current one: how the run ended.
+    fn keep(
         &self,
-        config: &TrainConfig,
-        backend: BackendChoice,
-    ) -> Result<(TrainDevice, Option<Box<dyn RunRecorder>>), SessionError> {
-        // A warm-up going shares the device: the run starts with what it has built.
-        self.stop_warm_up().await;
-        let device = select_device(backend).await?;
-        device.check_batch(config.model, config.batch_size)?;
-        let record = self.host.record(config, &device.to_string())?;
-        Ok((device, record))
-    }
-
-    /// The run's model made the current one, its record finished: how it ended.
-    async fn end_run(
-        &self,
-        config: &TrainConfig,
-        trained: Result<Trained, TrainError>,
-        record: Option<Box<dyn RunRecorder>>,
+        ended: Ended,
+        kind: ModelKind,
+        files: Option<RunFiles>,
     ) -> Result<RunEnded, SessionError> {
-        let net = match &trained {
-            Ok(trained) => Some(to_cpu(&trained.model, config.model).await?),
-            Err(_) => None,
-        };
-        let files = record.map(|record| record.finish(net.as_ref()));
-        let trained = trained?;
-        let Some(net) = net else {
-            unreachable!("a trained run has its model")
-        };
-        let weights = Payload::from(to_safetensors(&net)?);
-        self.state.borrow_mut().model = Some(Rc::new(Model {
+        let Ended {
             net,
-            kind: config.model,
-        }));
+            outcome,
+            fine_tuned,
+        } = ended;
+        let weights = Payload::from(to_safetensors(&net)?);
+        self.state.borrow_mut().model = Some(Rc::new(Model { net, kind }));
         Ok(RunEnded {
-            outcome: trained.outcome,
+            outcome,
             weights,
             files,
-            fine_tuned: None,
+            fine_tuned,
         })
     }
 

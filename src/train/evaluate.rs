@@ -1,27 +1,16 @@
-//! The test set's evaluation after each epoch, and reading a scalar back.
+//! The test set's evaluation after each epoch.
 
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::prelude::*;
-use burn::tensor::Element;
-use burn::tensor::kind::Basic;
 
 use super::{EpochReport, TrainError};
 use crate::data::MnistSplit;
 use crate::data::batcher::{MnistBatch, MnistBatcher};
 use crate::model::{CLASSES, Net};
+use crate::readback::{read_scalar, read_values};
 
 /// Test batches are larger than training ones: no gradients are kept.
 const EVAL_BATCH: usize = 1000;
-
-/// Reads a one-element tensor back without blocking, which WebGPU cannot do.
-pub(crate) async fn read_scalar<E: Element, K: Basic>(
-    tensor: Tensor<1, K>,
-) -> Result<E, TrainError> {
-    tensor
-        .into_scalar_async::<E>()
-        .await
-        .map_err(TrainError::from)
-}
 
 /// Average cross-entropy, accuracy and confusion matrix of `model` on the first `len` samples
 /// of `split`, read back once.
@@ -47,11 +36,7 @@ pub async fn evaluate(
         predictions.push(logits.argmax(1).reshape([chunk.len()]));
     }
     let loss_sum: f32 = read_scalar(Tensor::cat(losses, 0).sum()).await?;
-    let predictions = Tensor::cat(predictions, 0).into_data_async().await?;
-    let predictions = predictions
-        .convert::<i64>()
-        .try_into_vec::<i64>()
-        .map_err(|e| TrainError::Readback(format!("{e:?}")))?;
+    let predictions: Vec<i64> = read_values(Tensor::cat(predictions, 0)).await?;
     let mut confusion = [[0; CLASSES]; CLASSES];
     for (index, &predicted) in predictions.iter().enumerate() {
         let row = &mut confusion[usize::from(split.label(index))];

@@ -141,29 +141,49 @@ pub enum TrainEvent {
     },
 }
 
-/// What the log says of a run's kept model: "Early stopping: the test set stopped improving;
-/// keeping epoch 3's model, the best (test loss 0.0412)".
-pub fn kept_line(event: &TrainEvent) -> Option<String> {
-    let TrainEvent::BestKept {
-        epoch,
-        on,
-        value,
-        ended_early,
-    } = event
-    else {
-        return None;
-    };
-    let value = match on {
-        StopOn::Loss => format!("test loss {value:.4}"),
-        StopOn::Accuracy => format!("test accuracy {value:.2}%"),
-    };
-    let why = match ended_early {
-        true => "Early stopping: the test set stopped improving",
-        false => "Early stopping",
-    };
-    Some(format!(
-        "{why}; keeping epoch {epoch}'s model, the best ({value})"
-    ))
+impl TrainEvent {
+    /// What the run's log says of this event, in the CLI and the page alike: PyTorch's example's
+    /// lines for steps and epochs, and a sentence for what happened on the way. None for what
+    /// the log does not show.
+    pub fn log_line(&self) -> Option<String> {
+        match self {
+            Self::Step(step) => step.log_line(),
+            Self::Epoch(report) => Some(report.to_string()),
+            Self::Paused { step } => Some(format!("Paused before step {step}")),
+            Self::Resumed { step } => Some(format!("Resumed at step {step}")),
+            Self::LrChanged { step, lr } => Some(format!("Learning rate {lr} from step {step}")),
+            Self::DeviceLost {
+                reason,
+                resumed_at_step,
+                cpu_threads,
+            } => Some(format!(
+                "The GPU was lost ({reason}). Training goes on on the CPU ({cpu_threads}) from \
+                 step {resumed_at_step}, the last checkpoint."
+            )),
+            Self::Diverged(divergence) => Some(format!(
+                "Training {divergence}. Try a smaller learning rate."
+            )),
+            Self::BestKept {
+                epoch,
+                on,
+                value,
+                ended_early,
+            } => {
+                let value = match on {
+                    StopOn::Loss => format!("test loss {value:.4}"),
+                    StopOn::Accuracy => format!("test accuracy {value:.2}%"),
+                };
+                let why = match ended_early {
+                    true => "Early stopping: the test set stopped improving",
+                    false => "Early stopping",
+                };
+                Some(format!(
+                    "{why}; keeping epoch {epoch}'s model, the best ({value})"
+                ))
+            }
+            Self::Interval(_) | Self::Memory(_) | Self::Checkpoint(_) | Self::Done { .. } => None,
+        }
+    }
 }
 
 impl StepReport {
@@ -260,8 +280,57 @@ mod tests {
             confusion: [[0; CLASSES]; CLASSES],
         };
         assert_eq!(
-            epoch.to_string(),
+            TrainEvent::Epoch(epoch).log_line().unwrap(),
             "Test set: Average loss: 0.0412, Accuracy: 9868/10000 (98.68%)"
         );
+        assert_eq!(
+            TrainEvent::Step(step).log_line().unwrap(),
+            "Train Epoch: 1 [6400/60000 (11%)]\tLoss: 0.123456"
+        );
+    }
+
+    #[test]
+    fn what_happens_on_the_way_is_one_sentence() {
+        let lost = TrainEvent::DeviceLost {
+            reason: "device removed".into(),
+            resumed_at_step: 40,
+            cpu_threads: "2 threads".into(),
+        };
+        assert_eq!(
+            lost.log_line().unwrap(),
+            "The GPU was lost (device removed). Training goes on on the CPU (2 threads) from \
+             step 40, the last checkpoint."
+        );
+        let kept = TrainEvent::BestKept {
+            epoch: 3,
+            on: StopOn::Loss,
+            value: 0.04123,
+            ended_early: true,
+        };
+        assert_eq!(
+            kept.log_line().unwrap(),
+            "Early stopping: the test set stopped improving; keeping epoch 3's model, the best \
+             (test loss 0.0412)"
+        );
+        let diverged = TrainEvent::Diverged(Divergence {
+            epoch: 1,
+            step: 7,
+            lr: 10.0,
+            loss: f32::NAN,
+        });
+        assert_eq!(
+            diverged.log_line().unwrap(),
+            "Training diverged at epoch 1, step 7 (lr 10): the loss is NaN. Try a smaller \
+             learning rate."
+        );
+        assert_eq!(
+            TrainEvent::Paused { step: 5 }.log_line().unwrap(),
+            "Paused before step 5"
+        );
+        let done = TrainEvent::Done {
+            outcome: Outcome::Completed,
+            samples_per_sec: 1.0,
+        };
+        assert_eq!(done.log_line(), None);
     }
 }

@@ -12,10 +12,11 @@ use crate::data::Mnist;
 use crate::data::batcher::epoch_order;
 use crate::model::Net;
 use crate::platform;
+use crate::readback::read_scalar;
 use crate::train::optimizer::{Optimizer, Rates};
 use crate::train::schedule;
 use crate::train::step::Stepper;
-use crate::train::{TrainControl, TrainError, read_scalar};
+use crate::train::{TrainControl, TrainError};
 
 /// fast.ai's smoothing of the loss: each step keeps this share of the average before it.
 const SMOOTHING: f64 = 0.98;

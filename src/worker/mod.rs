@@ -14,6 +14,7 @@ use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 use crate::config::TrainConfig;
 use crate::data::Mnist;
+use crate::platform::crash_channel;
 use crate::session::envelope::{BadMessage, Envelope};
 use crate::session::protocol::Notice;
 use crate::session::{Host, RunRecorder, Session, SessionError, failure, notice};
@@ -54,11 +55,20 @@ fn post(envelope: Envelope) {
 /// The worker's entry point: starts the CPU backend's threads, then answers each request the
 /// page posts, in its own task. The page asks nothing before [`Notice::Ready`].
 pub fn start() {
-    std::panic::set_hook(Box::new(|info| {
-        web_sys::console::error_1(&info.to_string().into());
-        post(notice(&Notice::Crashed {
-            why: info.to_string(),
-        }));
+    let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+    let name = scope.name();
+    // Before the pool's threads start, which share it.
+    crash_channel::open(&name);
+    std::panic::set_hook(Box::new(move |info| {
+        let why = info.to_string();
+        web_sys::console::error_1(&why.as_str().into());
+        // A thread of the CPU pool aborts after this, and the training worker may be waiting
+        // on it: the page hears of it on the crash channel, from whichever thread panicked.
+        crash_channel::say(&why);
+        let scope: DedicatedWorkerGlobalScope = js_sys::global().unchecked_into();
+        if scope.name() == name {
+            post(notice(&Notice::Crashed { why }));
+        }
     }));
     wasm_bindgen_futures::spawn_local(async {
         let threads = crate::platform::start_cpu_threads().await;
@@ -87,4 +97,13 @@ fn listen() {
     scope.set_onmessage(Some(on_message.as_ref().unchecked_ref()));
     on_message.forget();
     post(notice(&Notice::Ready));
+}
+
+/// Panics in a thread of the CPU pool, as a fault of the backend would, while a run trains:
+/// what the end-to-end test calls in this worker to see the page end the run with the panic's
+/// message. Debug builds only.
+#[cfg(debug_assertions)]
+#[wasm_bindgen::prelude::wasm_bindgen]
+pub fn panic_in_cpu_pool() {
+    crate::platform::panic_in_cpu_pool();
 }

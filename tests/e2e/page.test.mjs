@@ -761,6 +761,23 @@ test('a worker that crashes mid-run: the page says so, offers a reload and waits
   await page.close();
 });
 
+test('a panic in a thread of the CPU pool mid-run: the run ends with its message, kept as far as it trained', { timeout: 300_000 }, async () => {
+  const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&model=lenet-small&backend=cpu');
+  const worker = await trainingWorker(page);
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 6);
+  assert.ok(threadWorkers(page).length >= 2, 'the CPU backend trains on a pool of threads');
+  // The debug build's module exports what panics in a pool thread, as a fault of the backend
+  // would. The training worker then waits on the pool for ever: the call never returns.
+  worker.evaluate(() => import('./webtrain.js').then((module) => module.panic_in_cpu_pool())).catch(() => {});
+  await page.waitForSelector('body[data-state="error"]', { timeout: 30_000 });
+  assert.match(await page.textContent('#error'), /the training worker stopped: .*a panic provoked in a thread of the CPU backend's pool/);
+  assert.ok(await page.isVisible('#reload'));
+  const [kept] = await keptRuns(page);
+  assert.equal(kept.end, 'failed', 'the run is kept, as failed');
+  await page.close();
+});
+
 test('an evaluation answered after Start does not overwrite the run\'s figures', { timeout: 400_000 }, async () => {
   const page = await open('?epochs=1&train_limit=1280&test_limit=500&log_interval=5&model=lenet-small&backend=cpu');
   await page.click('#start');

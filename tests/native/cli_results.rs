@@ -210,3 +210,41 @@ fn ctrl_c_writes_everything_and_the_run_resumes_in_its_folder_whole() {
     assert_eq!(steps, expected);
     assert_eq!(whole["epochs"].as_array().unwrap().len(), 10);
 }
+
+#[cfg(debug_assertions)]
+#[test]
+fn a_panic_in_a_cpu_pool_thread_ends_the_run_with_its_message() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    let args = run_args(out.to_str().unwrap(), "1920", "1", "5");
+    let output = command(&args)
+        .env("WEBTRAIN_PANIC_IN_POOL_AT_STEP", "12")
+        .output()
+        .unwrap();
+    let said = stderr(&output);
+    assert_eq!(output.status.code(), Some(2), "{said}");
+    let last = said.lines().last().unwrap_or_default();
+    assert_eq!(
+        last,
+        format!(
+            "webtrain: the run stopped on an internal fault: {}",
+            webtrain::platform::POOL_PANIC
+        ),
+        "{said}"
+    );
+    // What the run did before the fault is kept: its metrics to step 11, and the checkpoint
+    // of step 10 to go on from.
+    let metrics = metrics(&out);
+    let steps: Vec<u64> = metrics["losses"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|point| point["step"].as_u64().unwrap())
+        .collect();
+    assert_eq!(steps, [1, 6, 11], "{metrics}");
+    assert!(out.join("checkpoint.safetensors").is_file(), "{said}");
+    assert!(
+        !out.join("model.safetensors").exists(),
+        "no model: the run failed"
+    );
+}

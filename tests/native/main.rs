@@ -11,6 +11,7 @@ mod conv_cases;
 #[path = "../corpus/mod.rs"]
 mod corpus;
 
+mod architecture;
 mod augment;
 mod binary;
 mod cli;

@@ -2,8 +2,6 @@
 //! CLI's devices: a hardware GPU through wgpu, or every core). Bound to 127.0.0.1 unless told
 //! otherwise, and only pages holding the printed token, served from here, may drive it.
 
-mod engine;
-mod executor;
 mod socket;
 
 use std::collections::HashMap;
@@ -23,7 +21,7 @@ use axum::routing::get;
 use tower_http::services::ServeDir;
 
 use super::CliError;
-use engine::Engine;
+use crate::native::{Engine, say, warn};
 
 #[derive(clap::Args)]
 pub struct UiArgs {
@@ -53,19 +51,6 @@ struct App {
 }
 
 type Shared = Arc<App>;
-
-/// Says `line` on the terminal. A server goes on when no one reads its output any more (a
-/// closed pipe): `println!` would panic then.
-fn say(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stdout(), "{line}");
-}
-
-/// Says a problem on the terminal, as `say` does.
-fn warn(line: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "webtrain: {line}");
-}
 
 /// A fresh random token, as Jupyter's.
 fn new_token() -> Result<String, CliError> {

@@ -8,7 +8,7 @@ use axum::extract::ws::{CloseFrame, Message, WebSocket, close_code};
 use axum::http::{HeaderMap, StatusCode, header};
 use tokio::sync::mpsc;
 
-use super::engine::{Engine, Job};
+use crate::native::{Engine, Job};
 
 /// Why a connection is refused before it is a WebSocket.
 pub fn refusal(

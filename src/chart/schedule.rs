@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::metrics::chart_style::{ChartTheme, DrawResult};
+use crate::chart::style::{ChartTheme, DrawResult};
 
 const LR_COLOR: RGBColor = RGBColor(148, 103, 189);
 

@@ -1,10 +1,5 @@
-//! What a run produced, gathered from its events: written as metrics.json by the CLI and
-//! charted by the CLI and the page alike.
-
-pub mod chart;
-pub mod chart_style;
-pub mod lr_find_chart;
-pub mod schedule_chart;
+//! What a run produced, gathered from its events: written as metrics.json by the CLI, kept
+//! with the run in the page, and what `chart` draws.
 
 use serde::{Deserialize, Serialize};
 

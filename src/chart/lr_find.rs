@@ -4,7 +4,7 @@
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
-use crate::metrics::chart_style::{ChartError, ChartTheme, Corner, DrawResult, LegendRow, Mark};
+use crate::chart::style::{ChartError, ChartTheme, Corner, DrawResult, LegendRow, Mark};
 use crate::train::lr_find::LrFinding;
 
 const SIZE: (u32, u32) = (640, 400);

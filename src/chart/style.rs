@@ -1,6 +1,7 @@
-//! What every chart shares: the theme's colours, the mesh, the legend, and the errors drawing
-//! gives.
+//! What every chart shares: the theme's colours, the mesh, the legend, smoothing, two charts
+//! side by side as an SVG document, and the errors drawing gives.
 
+use plotters::coord::Shift;
 use plotters::coord::ranged1d::ValueFormatter;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -147,3 +148,59 @@ pub(crate) struct LegendRow {
 #[derive(Debug, Error)]
 #[error("drawing the chart failed: {0}")]
 pub struct ChartError(pub(crate) String);
+
+/// The curve through `points` smoothed by `smoothing` (0 to below 1): each point keeps that
+/// share of the average before it, an exponential moving average debiased at the start, as
+/// TensorBoard smooths. 0 gives the points themselves.
+pub(crate) fn smoothed_by(points: &[(f64, f64)], smoothing: f64) -> Vec<(f64, f64)> {
+    let (mut average, mut weight) = (0.0, 0.0);
+    points
+        .iter()
+        .map(|&(x, y)| {
+            average = smoothing * average + (1.0 - smoothing) * y;
+            weight = smoothing * weight + (1.0 - smoothing);
+            (x, average / weight)
+        })
+        .collect()
+}
+
+/// Two charts side by side, drawn by `draw` on the light theme, as an SVG document of `size`.
+pub(crate) fn side_by_side_svg(
+    size: (u32, u32),
+    draw: impl for<'a, 'b> FnOnce(
+        &DrawingArea<SVGBackend<'a>, Shift>,
+        &DrawingArea<SVGBackend<'a>, Shift>,
+        &'b ChartTheme,
+    ) -> DrawResult<SVGBackend<'a>>,
+) -> Result<String, ChartError> {
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
+        let theme = ChartTheme::LIGHT;
+        let drawn = root.fill(&theme.background).and_then(|()| {
+            let (left, right) = root.split_horizontally(size.0 / 2);
+            draw(&left, &right, &theme)?;
+            root.present()
+        });
+        drawn.map_err(|e| ChartError(e.to_string()))?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_smoothed_curve_starts_on_the_data_and_follows_it() {
+        let flat = smoothed_by(&[(0.0, 2.0), (1.0, 2.0), (2.0, 2.0)], 0.8);
+        assert!(flat.iter().all(|p| (p.1 - 2.0).abs() < 1e-12), "{flat:?}");
+        let step: Vec<(f64, f64)> = (0..40).map(|x| (x as f64, f64::from(x >= 10))).collect();
+        let curve = smoothed_by(&step, 0.8);
+        assert_eq!(curve[9].1, 0.0);
+        assert!(curve[10].1 > 0.1 && curve[10].1 < 0.5, "{:?}", curve[10]);
+        assert!(curve.windows(2).skip(10).all(|w| w[0].1 < w[1].1));
+        assert!(curve[39].1 > 0.99);
+        assert_eq!(smoothed_by(&step, 0.0), step);
+    }
+}

@@ -1,7 +1,10 @@
-//! The native engine: a [`Session`] on a thread of its own, fed by every connected page, with
-//! MNIST from `--data` and each run's files written under `--out` as the CLI writes them.
+//! The native engine: a [`Session`] on a thread of its own, fed by every page `webtrain ui`
+//! serves, with MNIST from a folder and each run's files written under `out` as the CLI writes
+//! them (`run_folder`).
 
-use std::fs;
+mod executor;
+pub mod run_folder;
+
 use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::mpsc as mpsc_std;
@@ -17,9 +20,21 @@ use crate::session::{Host, RunRecorder, Session, SessionError};
 use crate::train::TrainEvent;
 use tokio::sync::mpsc;
 
-use super::executor::{self, Doorbell};
-use super::{say, warn};
-use crate::cli::run_folder::{CheckpointWrites, RunFolder, runs_in, save_results};
+use executor::Doorbell;
+use run_folder::{FolderRecord, RunFolder, runs_in};
+
+/// Says `line` on the terminal. A server goes on when no one reads its output any more (a
+/// closed pipe): `println!` would panic then.
+pub fn say(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stdout(), "{line}");
+}
+
+/// Says a problem on the terminal, as `say` does.
+pub fn warn(line: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "webtrain: {line}");
+}
 
 /// A request, and where its replies go: each one's bytes, as the WebSocket carries them.
 pub struct Job {
@@ -113,63 +128,29 @@ impl Host for Native {
             "A run from the page: writing {}",
             folder.path().display()
         ));
-        Ok(Some(Box::new(FolderRecord {
-            metrics: RunMetrics::new(config.clone(), device.to_string()),
-            folder,
-            checkpoints: CheckpointWrites::default(),
-        })))
+        let metrics = RunMetrics::new(config.clone(), device.to_string());
+        let record = FolderRecord::new(folder, metrics, |line| warn(&line));
+        Ok(Some(Box::new(Announced(record))))
     }
     fn kept_runs(&self) -> Result<Vec<RunRecord>, SessionError> {
         Ok(runs_in(&self.out))
     }
 }
 
-/// A run's folder, written as the CLI writes it: checkpoints as they come, the rest at the end.
-struct FolderRecord {
-    folder: RunFolder,
-    metrics: RunMetrics,
-    checkpoints: CheckpointWrites,
-}
+/// A run's folder, written as the CLI writes it, and said on the terminal.
+struct Announced(FolderRecord);
 
-impl RunRecorder for FolderRecord {
+impl RunRecorder for Announced {
     fn event(&mut self, event: &TrainEvent) {
-        if let TrainEvent::Checkpoint(checkpoint) = event {
-            self.checkpoints
-                .write(&self.folder, checkpoint, |line| warn(&line));
-        }
-        self.metrics.record(event);
+        self.0.event(event);
     }
 
     fn finish(self: Box<Self>, model: Option<&Net>) -> RunFiles {
-        let Self {
-            folder,
-            metrics,
-            checkpoints,
-        } = *self;
-        let saved = save_results(&folder, model, &metrics, checkpoints.failure);
-        let mut written: Vec<String> = fs::read_dir(folder.path())
-            .map(|entries| {
-                entries
-                    .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
-                    .filter(|name| !name.ends_with(".partial"))
-                    .collect()
-            })
-            .unwrap_or_default();
-        written.sort();
-        let error = saved.err().map(|error| error.to_string());
-        match &error {
+        let files = Box::new(self.0).finish(model);
+        match &files.error {
             Some(error) => warn(error),
-            None => say(&format!("Wrote {}", folder.path().display())),
+            None => say(&format!("Wrote {}", files.folder)),
         }
-        RunFiles {
-            folder: folder.path().display().to_string(),
-            name: folder
-                .path()
-                .file_name()
-                .map(|name| name.to_string_lossy().into_owned())
-                .unwrap_or_default(),
-            written,
-            error,
-        }
+        files
     }
 }

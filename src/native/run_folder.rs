@@ -1,19 +1,53 @@
-//! A run's folder: chosen so that no run overwrites another, and written so that no file in it
-//! is ever half-written.
+//! A run's folder, as the CLI and the native engine write it: chosen so that no run overwrites
+//! another, written so that no file in it is ever half-written, and read back as a run.
 
 use std::fs::{self, File, OpenOptions};
-use std::io::{ErrorKind, Write};
+use std::io::{ErrorKind, Read, Write};
 use std::path::{Path, PathBuf};
+
+use thiserror::Error;
 
 use crate::metrics::RunMetrics;
 use crate::model::Net;
 use crate::runs::export::MAX_RUN_BYTES;
 use crate::runs::{Engine, RunRecord};
+use crate::session::RunRecorder;
+use crate::session::protocol::RunFiles;
+use crate::train::TrainEvent;
 use crate::train::checkpoint::{Checkpoint, Position};
+use crate::weights::WeightsError;
 use crate::weights::to_safetensors;
 use burn::module::Module;
 
-use super::{CliError, read_limited};
+/// What cannot be read or written of a run's files.
+#[derive(Debug, Error)]
+pub enum FilesError {
+    #[error(
+        "{} already holds a run: give another --out, or go on with that run: --resume {}",
+        .path.display(), .path.join(CHECKPOINT).display()
+    )]
+    RunExists { path: PathBuf },
+    #[error("cannot write {}: {source}", .path.display())]
+    Write {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("cannot read {}: {source}", .path.display())]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{}: {source}", .path.display())]
+    Weights { path: PathBuf, source: WeightsError },
+    #[error("cannot save the model to {}: {message}", .path.display())]
+    SaveModel { path: PathBuf, message: String },
+    #[error("{}: not a run's metrics: {message}", .path.display())]
+    Metrics { path: PathBuf, message: String },
+    #[error(transparent)]
+    Chart(#[from] crate::chart::style::ChartError),
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    NotSaved(Vec<FilesError>),
+}
 
 pub const METRICS: &str = "metrics.json";
 pub const CHART: &str = "loss.svg";
@@ -32,12 +66,12 @@ pub struct RunFolder {
 impl RunFolder {
     /// The folder of a new run: `out`, which must not hold a run already, or a new
     /// `runs/<timestamp>` of its own.
-    pub fn for_new_run(out: Option<PathBuf>) -> Result<Self, CliError> {
+    pub fn for_new_run(out: Option<PathBuf>) -> Result<Self, FilesError> {
         let Some(path) = out else {
             return Self::timestamped(Path::new("runs"));
         };
         if holds_run(&path) {
-            return Err(CliError::RunExists { path });
+            return Err(FilesError::RunExists { path });
         }
         create_all(&path)?;
         Ok(Self { path })
@@ -45,7 +79,7 @@ impl RunFolder {
 
     /// The folder a resumed run writes to: `out`, or the checkpoint's own folder. A folder that
     /// holds a run takes only that run, resumed from its own checkpoint.
-    pub fn for_resumed_run(out: Option<PathBuf>, checkpoint: &Path) -> Result<Self, CliError> {
+    pub fn for_resumed_run(out: Option<PathBuf>, checkpoint: &Path) -> Result<Self, FilesError> {
         let own = checkpoint.parent().unwrap_or(Path::new(".")).to_path_buf();
         let path = out.unwrap_or_else(|| own.clone());
         let same = |a: &Path, b: &Path| match (a.canonicalize(), b.canonicalize()) {
@@ -53,14 +87,14 @@ impl RunFolder {
             _ => false,
         };
         if holds_run(&path) && !same(&path, &own) {
-            return Err(CliError::RunExists { path });
+            return Err(FilesError::RunExists { path });
         }
         create_all(&path)?;
         Ok(Self { path })
     }
 
     /// `parent/<timestamp>`, or `-2`, `-3`, … after it when another run took that second.
-    pub fn timestamped(parent: &Path) -> Result<Self, CliError> {
+    pub fn timestamped(parent: &Path) -> Result<Self, FilesError> {
         create_all(parent)?;
         let stamp = chrono::Local::now().format("%Y%m%d-%H%M%S").to_string();
         for n in 1..=SAME_SECOND_RUNS {
@@ -73,10 +107,10 @@ impl RunFolder {
             match fs::create_dir(&path) {
                 Ok(()) => return Ok(Self { path }),
                 Err(error) if error.kind() == ErrorKind::AlreadyExists => continue,
-                Err(source) => return Err(CliError::Write { path, source }),
+                Err(source) => return Err(FilesError::Write { path, source }),
             }
         }
-        Err(CliError::Write {
+        Err(FilesError::Write {
             path: parent.join(stamp),
             source: ErrorKind::AlreadyExists.into(),
         })
@@ -92,10 +126,10 @@ impl RunFolder {
 
     /// Replaces the file `name` whole, or leaves the one there as it was: the bytes go to a
     /// temporary file that is synced, renamed over it, and the rename synced with the folder.
-    pub fn write(&self, name: &str, contents: &[u8]) -> Result<(), CliError> {
+    pub fn write(&self, name: &str, contents: &[u8]) -> Result<(), FilesError> {
         let path = self.file(name);
         let partial = self.file(&format!("{name}.partial"));
-        let failed = |source| CliError::Write {
+        let failed = |source| FilesError::Write {
             path: path.clone(),
             source,
         };
@@ -118,11 +152,24 @@ impl RunFolder {
     }
 }
 
+/// The bytes of `path`, read no further than `limit` and one byte more: enough to say the file
+/// is too large without reading all of it.
+pub fn read_limited(path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
+    let mut bytes = Vec::new();
+    File::open(path)?
+        .take(limit as u64 + 1)
+        .read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// The run a folder holds, named by the folder, with the id `id`.
-pub fn read_run(dir: &Path, id: String) -> Result<RunRecord, CliError> {
+pub fn read_run(dir: &Path, id: String) -> Result<RunRecord, FilesError> {
     let path = dir.join(METRICS);
-    let bytes = read_limited(&path, MAX_RUN_BYTES)?;
-    let metrics: RunMetrics = serde_json::from_slice(&bytes).map_err(|e| CliError::Metrics {
+    let bytes = read_limited(&path, MAX_RUN_BYTES).map_err(|source| FilesError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let metrics: RunMetrics = serde_json::from_slice(&bytes).map_err(|e| FilesError::Metrics {
         path: path.clone(),
         message: e.to_string(),
     })?;
@@ -156,15 +203,76 @@ pub fn runs_in(parent: &Path) -> Vec<RunRecord> {
     runs
 }
 
+/// A run's folder, written as the run goes: checkpoints as they come, the model, metrics and
+/// chart at the end. What cannot be written is said through `warn` as it happens, and in the
+/// files' `error` at the end.
+pub struct FolderRecord {
+    folder: RunFolder,
+    metrics: RunMetrics,
+    checkpoints: CheckpointWrites,
+    warn: Box<dyn Fn(String)>,
+}
+
+impl FolderRecord {
+    /// `metrics`: a new run's, or those a resumed run goes on from.
+    pub fn new(folder: RunFolder, metrics: RunMetrics, warn: impl Fn(String) + 'static) -> Self {
+        Self {
+            folder,
+            metrics,
+            checkpoints: CheckpointWrites::default(),
+            warn: Box::new(warn),
+        }
+    }
+}
+
+impl RunRecorder for FolderRecord {
+    fn event(&mut self, event: &TrainEvent) {
+        if let TrainEvent::Checkpoint(checkpoint) = event {
+            self.checkpoints
+                .write(&self.folder, checkpoint, |line| (self.warn)(line));
+        }
+        self.metrics.record(event);
+    }
+
+    fn finish(self: Box<Self>, model: Option<&Net>) -> RunFiles {
+        let Self {
+            folder,
+            metrics,
+            checkpoints,
+            ..
+        } = *self;
+        let saved = save_results(&folder, model, &metrics, checkpoints.failure);
+        let mut written: Vec<String> = fs::read_dir(folder.path())
+            .map(|entries| {
+                entries
+                    .filter_map(|entry| entry.ok()?.file_name().into_string().ok())
+                    .filter(|name| !name.ends_with(".partial"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        written.sort();
+        RunFiles {
+            folder: folder.path().display().to_string(),
+            name: folder
+                .path()
+                .file_name()
+                .map(|name| name.to_string_lossy().into_owned())
+                .unwrap_or_default(),
+            written,
+            error: saved.err().map(|error| error.to_string()),
+        }
+    }
+}
+
 /// Writes each checkpoint as it is taken. A write that fails is said at once, once, and the
 /// next checkpoint tries again; the last failure, if the last write failed, is kept.
 #[derive(Default)]
-pub struct CheckpointWrites {
-    pub failure: Option<CliError>,
+struct CheckpointWrites {
+    failure: Option<FilesError>,
 }
 
 impl CheckpointWrites {
-    pub fn write(&mut self, folder: &RunFolder, checkpoint: &Checkpoint, say: impl Fn(String)) {
+    fn write(&mut self, folder: &RunFolder, checkpoint: &Checkpoint, say: impl Fn(String)) {
         match folder.write(CHECKPOINT, &checkpoint.to_bytes()) {
             Ok(()) => {
                 if self.failure.take().is_some() {
@@ -188,15 +296,15 @@ impl CheckpointWrites {
 
 /// The model (weights, then burn's record), the metrics and the chart, each written whatever
 /// happened to the others; the failures, if any.
-pub fn save_results(
+fn save_results(
     folder: &RunFolder,
     model: Option<&Net>,
     metrics: &RunMetrics,
-    checkpoint_failure: Option<CliError>,
-) -> Result<(), CliError> {
+    checkpoint_failure: Option<FilesError>,
+) -> Result<(), FilesError> {
     let mut failures = Vec::new();
     if let Some(model) = model {
-        let weights = to_safetensors(model).map_err(|source| CliError::Weights {
+        let weights = to_safetensors(model).map_err(|source| FilesError::Weights {
             path: folder.file(WEIGHTS),
             source,
         });
@@ -209,14 +317,14 @@ pub fn save_results(
             .clone()
             .into_record()
             .into_bytes()
-            .map_err(|e| CliError::SaveModel {
+            .map_err(|e| FilesError::SaveModel {
                 path: folder.file(RECORD),
                 message: e.to_string(),
             });
         failures.extend(record.and_then(|bytes| folder.write(RECORD, &bytes)).err());
     }
     failures.extend(folder.write(METRICS, metrics.to_json().as_bytes()).err());
-    let chart = crate::metrics::chart::render_svg(metrics).map_err(CliError::from);
+    let chart = crate::chart::run::render_svg(metrics).map_err(FilesError::from);
     failures.extend(
         chart
             .and_then(|svg| folder.write(CHART, svg.as_bytes()))
@@ -225,7 +333,7 @@ pub fn save_results(
     failures.extend(checkpoint_failure);
     match failures.is_empty() {
         true => Ok(()),
-        false => Err(CliError::NotSaved(failures)),
+        false => Err(FilesError::NotSaved(failures)),
     }
 }
 
@@ -233,8 +341,8 @@ fn holds_run(path: &Path) -> bool {
     RUN_FILES.iter().any(|name| path.join(name).exists())
 }
 
-fn create_all(path: &Path) -> Result<(), CliError> {
-    fs::create_dir_all(path).map_err(|source| CliError::Write {
+fn create_all(path: &Path) -> Result<(), FilesError> {
+    fs::create_dir_all(path).map_err(|source| FilesError::Write {
         path: path.into(),
         source,
     })
@@ -277,7 +385,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             RunFolder::for_new_run(Some(run.clone())),
-            Err(CliError::RunExists { .. })
+            Err(FilesError::RunExists { .. })
         ));
         // Its own checkpoint resumes into it; another run's does not.
         let resumed = RunFolder::for_resumed_run(None, &run.join(CHECKPOINT)).unwrap();
@@ -289,7 +397,7 @@ mod tests {
             .unwrap();
         assert!(matches!(
             RunFolder::for_resumed_run(Some(run), &other.join(CHECKPOINT)),
-            Err(CliError::RunExists { .. })
+            Err(FilesError::RunExists { .. })
         ));
     }
 

@@ -1,186 +1,26 @@
 //! Runs overlaid on one loss chart and one accuracy chart, each in its own colour and named in
 //! the legend; runs that differ only by seed may be drawn as their mean, with a band for their
 //! spread. Smoothing, a logarithmic loss axis and the x axis (epochs, steps or training time)
-//! are the viewer's.
+//! are the viewer's. A run shown alone is an overlay of one: its legend names its curves
+//! rather than the run, and its learning rate is drawn when it moves.
 
 use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
-use serde::{Deserialize, Serialize};
 
+pub use crate::chart::series::{ChartOptions, PALETTE, Series, XAxis, series};
+use crate::chart::series::{Curve, each_run, interval_points, test_points};
+use crate::chart::style::{
+    ChartError, ChartTheme, Corner, LegendRow, Mark, side_by_side_svg, smoothed_by,
+};
+use crate::config::ScheduleKind;
 use crate::metrics::RunMetrics;
-use crate::metrics::chart::{side_by_side_svg, smoothed_by};
-use crate::metrics::chart_style::{ChartError, ChartTheme, Corner, LegendRow, Mark};
-use crate::runs::RunRecord;
-use crate::runs::table::{differing_settings, seed_groups, settings_text};
 
-/// Tableau's ten colours, as TensorBoard and matplotlib use them: a run's is its place in the
-/// list of runs shown, modulo ten.
-pub const PALETTE: [RGBColor; 10] = [
-    RGBColor(31, 119, 180),
-    RGBColor(255, 127, 14),
-    RGBColor(44, 160, 44),
-    RGBColor(214, 39, 40),
-    RGBColor(148, 103, 189),
-    RGBColor(140, 86, 75),
-    RGBColor(227, 119, 194),
-    RGBColor(127, 127, 127),
-    RGBColor(188, 189, 34),
-    RGBColor(23, 190, 207),
-];
-
-/// What the x axis counts.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum XAxis {
-    #[default]
-    Epoch,
-    Step,
-    /// Training time in seconds.
-    Time,
-}
-
-/// How the runs are drawn.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
-pub struct ChartOptions {
-    /// How much each point of a curve keeps of the average before it, 0 to 0.99: an
-    /// exponential moving average, debiased at the start, as TensorBoard smooths. 0 draws the
-    /// raw values.
-    pub smoothing: f64,
-    pub log_loss: bool,
-    pub x_axis: XAxis,
-}
-
-impl Default for ChartOptions {
-    fn default() -> Self {
-        Self {
-            smoothing: 0.6,
-            log_loss: false,
-            x_axis: XAxis::Epoch,
-        }
-    }
-}
-
-impl ChartOptions {
-    /// The smoothing the charts use: out-of-range values are brought within 0 to 0.99.
-    fn smoothing(&self) -> f64 {
-        match self.smoothing.is_finite() {
-            true => self.smoothing.clamp(0.0, 0.99),
-            false => 0.0,
-        }
-    }
-}
-
-/// One curve of the chart: a run, or runs that differ only by seed drawn as their mean.
-pub struct Series<'a> {
-    pub label: String,
-    pub color: RGBColor,
-    /// One run, or several drawn as their mean and spread.
-    pub runs: Vec<&'a RunMetrics>,
-}
-
-/// The series for `runs` in their order, each in the palette's colour of its place: a run
-/// each, or with `mean_seeds` one for each group of runs that differ only by seed, named by the
-/// settings in which it differs from the others (or by its first run).
-pub fn series<'a>(runs: &[&'a RunRecord], mean_seeds: bool) -> Vec<Series<'a>> {
-    let groups = match mean_seeds {
-        true => seed_groups(runs),
-        false => Vec::new(),
-    };
-    let differing: Vec<_> = differing_settings(runs)
-        .into_iter()
-        .filter(|setting| setting.name != "seed")
-        .collect();
-    let mut shown = Vec::new();
-    for (index, run) in runs.iter().enumerate() {
-        let group = groups.iter().find(|members| members.contains(&index));
-        let (label, members) = match group {
-            Some(members) if members[0] != index => continue,
-            Some(members) => {
-                let label = match differing.is_empty() {
-                    true => run.name.clone(),
-                    false => settings_text(run, &differing),
-                };
-                (label, members.iter().map(|&i| &runs[i].metrics).collect())
-            }
-            None => (run.name.clone(), vec![&run.metrics]),
-        };
-        shown.push(Series {
-            label,
-            color: PALETTE[shown.len() % PALETTE.len()],
-            runs: members,
-        });
-    }
-    shown
-}
-
-/// A series' points: the mean over its runs, and the lowest and highest of them.
-struct Curve {
-    mean: Vec<(f64, f64)>,
-    low: Vec<(f64, f64)>,
-    high: Vec<(f64, f64)>,
-}
-
-impl Curve {
-    /// The runs' points index by index (runs with the same settings have them at the same
-    /// places), as far as the shortest goes; x is the runs' mean (time differs a little).
-    fn of(runs: &[Vec<(f64, f64)>]) -> Self {
-        let len = runs.iter().map(Vec::len).min().unwrap_or(0);
-        let n = runs.len().max(1) as f64;
-        let (mut mean, mut low, mut high) = (Vec::new(), Vec::new(), Vec::new());
-        for i in 0..len {
-            let x = runs.iter().map(|points| points[i].0).sum::<f64>() / n;
-            let ys = runs.iter().map(|points| points[i].1);
-            mean.push((x, ys.clone().sum::<f64>() / n));
-            low.push((x, ys.clone().fold(f64::INFINITY, f64::min)));
-            high.push((x, ys.fold(f64::NEG_INFINITY, f64::max)));
-        }
-        Self { mean, low, high }
-    }
-}
-
-/// Where an interval or an epoch's end falls on the x axis.
-fn x_of(axis: XAxis, epochs: f64, step: usize, secs: f64) -> f64 {
-    match axis {
-        XAxis::Epoch => epochs,
-        XAxis::Step => step as f64,
-        XAxis::Time => secs,
-    }
-}
-
-/// A run's training loss (or accuracy) of every few steps; non-finite points are left out.
-fn interval_points(
-    run: &RunMetrics,
-    axis: XAxis,
-    value: impl Fn(&crate::train::interval::IntervalReport) -> f32,
-) -> Vec<(f64, f64)> {
-    run.intervals
-        .iter()
-        .map(|i| {
-            (
-                x_of(axis, i.epochs, i.step, i.training_secs),
-                f64::from(value(i)),
-            )
-        })
-        .filter(|p| p.1.is_finite())
-        .collect()
-}
-
-/// A run's test accuracy after each epoch, where the epoch's last interval ends.
-fn test_points(run: &RunMetrics, axis: XAxis) -> Vec<(f64, f64)> {
-    run.epochs
-        .iter()
-        .filter_map(|report| {
-            let last = run.intervals.iter().rev().find(|i| i.epoch == report.epoch);
-            let x = match (axis, last) {
-                (XAxis::Epoch, _) => report.epoch as f64,
-                (_, Some(i)) => x_of(axis, i.epochs, i.step, i.training_secs),
-                (_, None) => return None,
-            };
-            Some((x, report.accuracy())).filter(|p| p.1.is_finite())
-        })
-        .collect()
-}
+const LR_COLOR: RGBColor = RGBColor(148, 103, 189);
+/// A run alone: its training and test accuracy in colours of their own.
+const TRAINING_ACCURACY_COLOR: RGBColor = RGBColor(255, 127, 14);
+const TEST_ACCURACY_COLOR: RGBColor = RGBColor(214, 39, 40);
+const LR_CHANGE_COLOR: RGBColor = RGBColor(44, 160, 44);
 
 /// `10^exponent` with three significant digits at most and no trailing zeros: `0.1`, `3.16`.
 fn power_of_ten(exponent: f64) -> String {
@@ -193,15 +33,6 @@ fn power_of_ten(exponent: f64) -> String {
     }
 }
 
-/// `points` of each run of each series.
-fn each_run(
-    series: &[Series],
-    points: impl Fn(&RunMetrics) -> Vec<(f64, f64)>,
-) -> Vec<Vec<Vec<(f64, f64)>>> {
-    let of_series = |s: &Series| s.runs.iter().map(|run| points(run)).collect();
-    series.iter().map(of_series).collect()
-}
-
 fn axis_name(axis: XAxis) -> &'static str {
     match axis {
         XAxis::Epoch => "epoch",
@@ -210,13 +41,84 @@ fn axis_name(axis: XAxis) -> &'static str {
     }
 }
 
-/// The x extent of every series' points, a little past the last.
-fn x_extent(curves: &[Vec<(f64, f64)>]) -> f64 {
-    let last = curves.iter().flatten().map(|p| p.0).fold(0.0, f64::max);
+/// The x extent of every series' points, or of the runs' whole length where it is known (their
+/// epochs or steps): a little past the last, so that a last test point is drawn whole.
+fn x_extent(series: &[Series], axis: XAxis, curves: &[Vec<(f64, f64)>]) -> f64 {
+    let planned = series.iter().flat_map(|s| &s.runs).map(|run| match axis {
+        XAxis::Epoch => run.config.epochs as f64,
+        XAxis::Step => run.total_steps as f64,
+        XAxis::Time => 0.0,
+    });
+    let points = curves.iter().flatten().map(|p| p.0);
+    let last = planned.chain(points).fold(0.0, f64::max);
     match last > 0.0 {
         true => last * 1.02,
         false => 1.0,
     }
+}
+
+/// The run a chart shows alone, when it shows one run alone.
+fn alone<'a>(series: &[Series<'a>]) -> Option<&'a RunMetrics> {
+    match series {
+        [one] if one.runs.len() == 1 => Some(one.runs[0]),
+        _ => None,
+    }
+}
+
+/// Where the run's step `step` (from 1) begins on the x axis; none on the time axis, which the
+/// steps' times are not kept for.
+fn step_x(run: &RunMetrics, axis: XAxis, step: usize) -> Option<f64> {
+    let batches_per_epoch = (run.total_steps / run.config.epochs.max(1)).max(1);
+    let before = step.saturating_sub(1) as f64;
+    match axis {
+        XAxis::Epoch => Some(before / batches_per_epoch as f64),
+        XAxis::Step => Some(before),
+        XAxis::Time => None,
+    }
+}
+
+/// The learning rate of each logged step, when a schedule or a change moved it; none when it
+/// stayed as set.
+fn learning_rates(run: &RunMetrics, axis: XAxis) -> Vec<(f64, f64)> {
+    let rates: Vec<(f64, f64)> = run
+        .losses
+        .iter()
+        .filter(|point| point.lr > 0.0)
+        .filter_map(|point| Some((step_x(run, axis, point.step)?, point.lr)))
+        .collect();
+    let moved = rates.iter().any(|&(_, lr)| lr != rates[0].1);
+    match moved || run.config.schedule.kind != ScheduleKind::Constant {
+        true => rates,
+        false => Vec::new(),
+    }
+}
+
+/// A line of the legend.
+fn legend_line(label: impl Into<String>, color: RGBAColor, width: u32) -> LegendRow {
+    LegendRow {
+        label: label.into(),
+        mark: Mark::Line { color, width },
+    }
+}
+
+/// The legend of a run alone on the loss chart: what a faint point is and the smoothed curve
+/// over them; none before it has points.
+fn loss_legend(run: &RunMetrics, color: RGBColor, smoothing: f64) -> Vec<LegendRow> {
+    if run.intervals.is_empty() {
+        return Vec::new();
+    }
+    if smoothing == 0.0 {
+        return vec![legend_line("training loss", color.to_rgba(), 2)];
+    }
+    // Merged intervals stand for more steps: the longest says what a faint point is.
+    let raw = match run.intervals.iter().map(|i| i.steps).max().unwrap_or(1) {
+        1 => "each step".to_string(),
+        n => format!("each {n} steps"),
+    };
+    vec![
+        legend_line(raw, color.mix(0.3), 1),
+        legend_line("smoothed", color.to_rgba(), 2),
+    ]
 }
 
 /// What a chart drew: each series' line, as smoothed.
@@ -321,13 +223,22 @@ pub fn draw_loss<DB: DrawingBackend>(
         }
         false => (0.0, ys.fold(0.1, f64::max) * 1.05),
     };
-    let mut chart = ChartBuilder::on(area)
+    let run = alone(series);
+    let rates = run.map_or_else(Vec::new, |run| learning_rates(run, axis));
+    let extent = x_extent(series, axis, &all);
+    let mut builder = ChartBuilder::on(area);
+    builder
         .caption("Training loss", theme.font(18))
         .margin(10)
         .x_label_area_size(35)
-        .y_label_area_size(55)
-        .build_cartesian_2d(0.0..x_extent(&all), bottom..top)?;
+        .y_label_area_size(55);
+    if !rates.is_empty() {
+        builder.right_y_label_area_size(60);
+    }
+    let mut chart = builder.build_cartesian_2d(0.0..extent, bottom..top)?;
     let log = options.log_loss;
+    // Enough decimals that no two labels read the same, on the short axis of a run not begun.
+    let decimals = if top - bottom < 1.0 { 2 } else { 1 };
     chart
         .configure_mesh()
         .x_desc(axis_name(axis))
@@ -337,7 +248,7 @@ pub fn draw_loss<DB: DrawingBackend>(
         })
         .y_label_formatter(&|y| match log {
             true => power_of_ten(*y),
-            false => format!("{y:.1}"),
+            false => format!("{y:.decimals$}"),
         })
         .axis_style(theme.text)
         .bold_line_style(theme.grid)
@@ -358,7 +269,41 @@ pub fn draw_loss<DB: DrawingBackend>(
             (2, detailed),
         )?);
     }
-    theme.legend(&chart, &legend(series), Corner::UpperRight)?;
+    let Some(run) = run else {
+        theme.legend(&chart, &legend(series), Corner::UpperRight)?;
+        return Ok(lines);
+    };
+    let mut rows = loss_legend(run, series[0].color, smoothing);
+    // Each change of the learning rate: a vertical line where its first step begins, labelled.
+    for change in &run.lr_changes {
+        let Some(x) = step_x(run, axis, change.step) else {
+            continue;
+        };
+        let color = LR_CHANGE_COLOR;
+        chart.draw_series(LineSeries::new(
+            [(x, bottom), (x, top)],
+            color.stroke_width(2),
+        ))?;
+        let at = (x, bottom + (top - bottom) * 0.95);
+        let font = ("sans-serif", 14).into_font().color(&color);
+        chart.draw_series([Text::new(format!("lr {}", change.lr), at, font)])?;
+    }
+    if rates.is_empty() {
+        theme.legend(&chart, &rows, Corner::UpperRight)?;
+        return Ok(lines);
+    }
+    let lr_top = rates.iter().map(|p| p.1).fold(0.0, f64::max) * 1.05;
+    let mut chart = chart.set_secondary_coord(0.0..extent, 0.0..lr_top);
+    chart
+        .configure_secondary_axes()
+        .y_desc("learning rate")
+        .axis_style(theme.text)
+        .label_style(theme.font(12))
+        .axis_desc_style(theme.font(14))
+        .draw()?;
+    chart.draw_secondary_series(LineSeries::new(rates, LR_COLOR.stroke_width(2)))?;
+    rows.push(legend_line("learning rate", LR_COLOR.to_rgba(), 2));
+    theme.legend(&chart, &rows, Corner::UpperRight)?;
     Ok(lines)
 }
 
@@ -391,35 +336,61 @@ pub fn draw_accuracy<DB: DrawingBackend>(
         .margin(10)
         .x_label_area_size(35)
         .y_label_area_size(50)
-        .build_cartesian_2d(0.0..x_extent(&all), low..100.0)?;
-    theme.mesh(
-        &mut chart,
-        axis_name(axis),
-        "% (thin: training, dots: test)",
-    )?;
+        .build_cartesian_2d(0.0..x_extent(series, axis, &all), low..100.0)?;
+    let run = alone(series);
+    let y = match run {
+        Some(_) => "%",
+        None => "% (thin: training, dots: test)",
+    };
+    theme.mesh(&mut chart, axis_name(axis), y)?;
     let detailed = series.len() <= DETAILED_SERIES;
     let mut lines = Vec::new();
     for (i, s) in series.iter().enumerate() {
-        let what = (s.runs.len(), s.color);
+        // A run alone has a colour a curve; runs overlaid, a colour a run, training thin and
+        // test thick.
+        let ((training_color, training_width), (test_color, test_width)) = match run {
+            Some(_) => ((TRAINING_ACCURACY_COLOR, 2), (TEST_ACCURACY_COLOR, 2)),
+            None => ((s.color, 1), (s.color, 3)),
+        };
+        let runs = s.runs.len();
         let training = &training_curves[i];
+        let style = (training_width, detailed);
         lines.push(draw_curve(
             &mut chart,
             training,
-            what,
+            (runs, training_color),
             smoothing,
-            (1, detailed),
+            style,
         )?);
         let test = &test_curves[i];
-        draw_curve(&mut chart, test, what, 0.0, (3, detailed))?;
+        draw_curve(
+            &mut chart,
+            test,
+            (runs, test_color),
+            0.0,
+            (test_width, detailed),
+        )?;
         if detailed {
             let dots = test
                 .mean
                 .iter()
-                .map(|&p| Circle::new(p, 4, s.color.filled()));
+                .map(|&p| Circle::new(p, 4, test_color.filled()));
             chart.draw_series(dots)?;
         }
     }
-    theme.legend(&chart, &legend(series), Corner::LowerRight)?;
+    let rows = match run {
+        None => legend(series),
+        Some(run) => {
+            let training = (!run.intervals.is_empty())
+                .then(|| legend_line("training", TRAINING_ACCURACY_COLOR.to_rgba(), 2));
+            let test = (!run.epochs.is_empty()).then(|| LegendRow {
+                label: "test".into(),
+                mark: Mark::Dot(TEST_ACCURACY_COLOR),
+            });
+            training.into_iter().chain(test).collect()
+        }
+    };
+    theme.legend(&chart, &rows, Corner::LowerRight)?;
     Ok(lines)
 }
 
@@ -561,30 +532,6 @@ mod tests {
         .unwrap();
         assert!(svg.contains("lr 0.01 (mean of 2)"));
         assert!(svg.contains("<polygon"), "the band");
-    }
-
-    #[test]
-    fn seed_groups_become_one_series_named_by_what_differs() {
-        let config = |lr: f64, seed: u64| TrainConfig {
-            lr,
-            seed,
-            ..TrainConfig::default()
-        };
-        let a = run("a", config(0.01, 1), 2.0, &[97.0]);
-        let b = run("b", config(0.1, 1), 2.0, &[97.0]);
-        let c = run("c", config(0.01, 2), 2.0, &[97.0]);
-        let shown = series(&[&a, &b, &c], true);
-        let labels: Vec<(&str, usize)> = shown
-            .iter()
-            .map(|s| (s.label.as_str(), s.runs.len()))
-            .collect();
-        assert_eq!(labels, [("lr 0.01", 2), ("b", 1)]);
-        assert_eq!((shown[0].color, shown[1].color), (PALETTE[0], PALETTE[1]));
-        let each: Vec<String> = series(&[&a, &b, &c], false)
-            .into_iter()
-            .map(|s| s.label)
-            .collect();
-        assert_eq!(each, ["a", "b", "c"]);
     }
 
     #[test]

@@ -1,0 +1,238 @@
+//! One run from its start to its end, as every engine drives it: the page's worker, `webtrain
+//! ui`'s engine and the CLI. The device is chosen and checked, the run recorded as it goes and
+//! trained, its model brought to the CPU backend, and a fine-tune on one's own digits judged
+//! before and after. Who asked for the run, and who shows it, is the caller's.
+
+use std::future::Future;
+use std::panic::{self, AssertUnwindSafe};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use burn::prelude::Device;
+
+use super::SessionError;
+use super::protocol::{FineTuned, Payload, RunFiles};
+use crate::config::TrainConfig;
+use crate::data::Mnist;
+use crate::data::batcher::MnistBatcher;
+use crate::data::own_digits::OwnRun;
+use crate::device::{BackendChoice, TrainDevice, select_device};
+use crate::model::{Net, NetConfig};
+use crate::platform::panic_message;
+use crate::train::checkpoint::Checkpoint;
+use crate::train::fine_tune::{Measured, changed, measure};
+use crate::train::{Outcome, TrainControl, TrainEvent, resume, train_from};
+use crate::weights::to_cpu;
+
+/// What records a run as it goes (natively: its folder's files).
+pub trait RunRecorder {
+    fn event(&mut self, event: &TrainEvent);
+    /// The run has ended, with this model if it has one: writes what remains.
+    fn finish(self: Box<Self>, model: Option<&Net>) -> RunFiles;
+}
+
+/// Where a run starts from.
+pub enum RunStart {
+    /// Fresh weights, from the settings' seed.
+    Fresh,
+    /// Given weights: a loaded file, or the model trained last.
+    Weights(Net),
+    /// The run a checkpoint was taken from, gone on with as if it had never stopped; its
+    /// settings are the run's.
+    Checkpoint(Box<Checkpoint>),
+}
+
+/// What a run trains and is tested on.
+#[derive(Clone, Copy)]
+pub enum RunData<'a> {
+    Mnist(&'a Mnist),
+    /// One's own digits: the model is judged before and after on the held-out ones and on
+    /// MNIST's test set.
+    Own(&'a OwnRun),
+}
+
+impl RunData<'_> {
+    /// The images the run trains and tests on.
+    pub fn mnist(&self) -> &Mnist {
+        match self {
+            Self::Mnist(data) => data,
+            Self::Own(own) => &own.data,
+        }
+    }
+}
+
+/// A run about to go: its device, where it starts and, on one's own digits, its model judged
+/// before.
+pub struct Prepared<'a> {
+    pub device: TrainDevice,
+    config: TrainConfig,
+    start: RunStart,
+    data: RunData<'a>,
+    before: Option<Measured>,
+}
+
+/// How a run ended, and where its files went.
+pub struct Driven {
+    pub ended: Result<Ended, SessionError>,
+    /// Where the recorder wrote the run, when there is one.
+    pub files: Option<RunFiles>,
+}
+
+/// A run that ended with a model.
+pub struct Ended {
+    /// The model kept (after early stopping, the best epoch's), on the CPU backend.
+    pub net: Net,
+    pub outcome: Outcome,
+    /// What a fine-tune on one's own digits changed.
+    pub fine_tuned: Option<FineTuned>,
+}
+
+/// Chooses `backend`'s device for a run of `config`, checks that its batch fits there, makes
+/// the fresh model where the run starts fresh, and judges the starting model on one's own
+/// digits.
+pub async fn prepare<'a>(
+    config: &TrainConfig,
+    start: RunStart,
+    data: RunData<'a>,
+    backend: BackendChoice,
+) -> Result<Prepared<'a>, SessionError> {
+    let config = match &start {
+        RunStart::Checkpoint(checkpoint) => checkpoint.config.clone(),
+        _ => config.clone(),
+    };
+    let device = select_device(backend).await?;
+    device.check_batch(config.model, config.batch_size)?;
+    let start = match start {
+        RunStart::Fresh => {
+            RunStart::Weights(NetConfig::from(config.model).init(&device.device, config.seed))
+        }
+        other => other,
+    };
+    let before = match (&data, &start) {
+        (RunData::Own(own), RunStart::Weights(net)) => {
+            let net = to_cpu(net, config.model).await?;
+            Some(judge(&net, own).await?)
+        }
+        _ => None,
+    };
+    Ok(Prepared {
+        device,
+        config,
+        start,
+        data,
+        before,
+    })
+}
+
+impl Prepared<'_> {
+    /// The run's settings: a checkpoint's when it resumes one.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// Trains, telling `record` and then `on_event` of each event; the model, the recorder's
+    /// files and the judgement of a fine-tune whatever ended the run.
+    pub async fn drive(
+        self,
+        mut record: Option<Box<dyn RunRecorder>>,
+        control: &TrainControl,
+        mut on_event: impl FnMut(TrainEvent),
+    ) -> Driven {
+        let Self {
+            device,
+            config,
+            start,
+            data,
+            before,
+        } = self;
+        let each = |event: TrainEvent| {
+            if let Some(record) = record.as_mut() {
+                record.event(&event);
+            }
+            on_event(event);
+        };
+        let (mnist, device) = (data.mnist(), &device.device);
+        let trained = CatchPanic(Box::pin(async {
+            match start {
+                RunStart::Checkpoint(checkpoint) => {
+                    resume(&checkpoint, mnist, device, control, each).await
+                }
+                RunStart::Weights(net) => {
+                    train_from(net, &config, mnist, device, control, each).await
+                }
+                RunStart::Fresh => unreachable!("a fresh start is made in prepare"),
+            }
+        }))
+        .await;
+        let ended: Result<(Net, Outcome), SessionError> = match trained {
+            Ok(Ok(trained)) => match to_cpu(&trained.model, config.model).await {
+                Ok(net) => Ok((net, trained.outcome)),
+                Err(error) => Err(error.into()),
+            },
+            Ok(Err(error)) => Err(error.into()),
+            Err(panic) => Err(SessionError::Panicked(panic)),
+        };
+        let files = record.map(|record| record.finish(ended.as_ref().ok().map(|(net, _)| net)));
+        let ended = match ended {
+            Ok((net, outcome)) => judged(net, outcome, data, before).await,
+            Err(error) => Err(error),
+        };
+        Driven { ended, files }
+    }
+}
+
+/// A run whose panic ends it with the panic's message, natively, where a panic unwinds (a
+/// thread of the CPU pool's comes back to the thread that waits on it). In the browser a panic
+/// aborts its thread, and the page hears of it on the crash channel.
+struct CatchPanic<F>(Pin<Box<F>>);
+
+impl<F: Future> Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
+        let run = self.0.as_mut();
+        match panic::catch_unwind(AssertUnwindSafe(|| run.poll(context))) {
+            Ok(polled) => polled.map(Ok),
+            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
+        }
+    }
+}
+
+/// The run's end, with a fine-tune's judgement when the run was one.
+async fn judged(
+    net: Net,
+    outcome: Outcome,
+    data: RunData<'_>,
+    before: Option<Measured>,
+) -> Result<Ended, SessionError> {
+    let fine_tuned = match (data, before) {
+        (RunData::Own(own), Some(before)) => {
+            let after = judge(&net, own).await?;
+            let held_out = &own.data.test;
+            let changed = changed(held_out, &before.held_out, &after.held_out);
+            let images: Vec<u8> = changed
+                .iter()
+                .flat_map(|c| held_out.image(c.index))
+                .copied()
+                .collect();
+            Some(FineTuned {
+                before,
+                after,
+                changed,
+                changed_images: Payload::from(images),
+            })
+        }
+        _ => None,
+    };
+    Ok(Ended {
+        net,
+        outcome,
+        fine_tuned,
+    })
+}
+
+/// `net` (on the CPU backend) on the held-out digits and MNIST's test set.
+async fn judge(net: &Net, own: &OwnRun) -> Result<Measured, SessionError> {
+    let batcher = MnistBatcher::new(Device::flex());
+    Ok(measure(net, &own.data.test, own.mnist_test.as_ref(), &batcher).await?)
+}

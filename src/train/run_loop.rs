@@ -1,0 +1,307 @@
+//! The loop itself, on one device: a run between its steps, and the steps it takes, each
+//! named: a training step, a stop asked for, a divergence, an epoch's end, and the end.
+
+use std::sync::Arc;
+
+use burn::prelude::*;
+use web_time::{Duration, Instant};
+
+use super::checkpoint::{Checkpoint, Position};
+use super::early_stop::{EarlyStopState, Verdict};
+use super::end::End;
+use super::interval::IntervalMeter;
+use super::optimizer::Optimizer;
+use super::optimizer::Rates;
+use super::schedule;
+use super::step::Stepper;
+use super::{
+    Divergence, MemoryReport, Outcome, Start, StepReport, TrainControl, TrainError, TrainEvent,
+    Trained, evaluate,
+};
+use crate::config::TrainConfig;
+use crate::data::Mnist;
+use crate::data::batcher::{MnistBatcher, epoch_order};
+use crate::model::Net;
+use crate::platform;
+
+/// A run between two steps on one device, but for its model, which each step takes and gives
+/// back: a step that held a second reference to the weights would keep the backend from
+/// updating them in place.
+pub(super) struct RunLoop<'a> {
+    /// The settings as they stand: the learning rate may change while the run goes.
+    config: TrainConfig,
+    data: &'a Mnist,
+    device: &'a Device,
+    stepper: Stepper<'a>,
+    optim: Optimizer,
+    early: EarlyStopState,
+    /// What a diverged run returns: the last weights whose loss was read and finite.
+    last_finite: Net,
+    meter: IntervalMeter,
+    test_batcher: MnistBatcher,
+    position: Position,
+    /// Wall-clock time spent training: pauses, evaluation and checkpoints are out.
+    training_time: Duration,
+    epoch_len: usize,
+    batches_per_epoch: usize,
+}
+
+/// What a step leaves the loop to do.
+enum Next {
+    Train(Net),
+    End(Result<Trained, TrainError>),
+}
+
+impl<'a> RunLoop<'a> {
+    /// The loop from `start`, and the model it trains: `start`'s, on `device`.
+    pub(super) fn new(
+        start: Start,
+        config: &TrainConfig,
+        data: &'a Mnist,
+        device: &'a Device,
+    ) -> (Self, Net) {
+        let epoch_len = data.train.len_within(config.train_limit);
+        let stepper =
+            Stepper::new(device, &data.train, epoch_len).augmented(&config.augment, config.seed);
+        let model = stepper.trainable(start.model);
+        let reads_are_free = *device == Device::flex();
+        let run = Self {
+            config: config.clone(),
+            data,
+            device,
+            last_finite: model.clone(),
+            stepper,
+            optim: start.optimizer,
+            early: start.early_stop,
+            meter: IntervalMeter::new(epoch_len, config.batch_size, reads_are_free),
+            test_batcher: MnistBatcher::new(device.clone()),
+            training_time: Duration::from_secs_f64(start.position.training_secs),
+            position: start.position,
+            epoch_len,
+            batches_per_epoch: epoch_len.div_ceil(config.batch_size),
+        };
+        (run, model)
+    }
+
+    /// Trains to the run's end; `last` is kept up to date with the run's checkpoints.
+    pub(super) async fn run(
+        mut self,
+        mut model: Net,
+        control: &TrainControl,
+        on_event: &mut impl FnMut(TrainEvent),
+        last: &mut Checkpoint,
+    ) -> Result<Trained, TrainError> {
+        while self.position.epoch <= self.config.epochs {
+            let order = epoch_order(self.epoch_len, self.config.seed, self.position.epoch);
+            let batch_size = self.config.batch_size;
+            let first = self.position.batch;
+            for (batch, indices) in order.chunks(batch_size).enumerate().skip(first) {
+                // A rate asked for from outside scales the schedule from this step on.
+                let scheduled = self.rates().lr;
+                let mut asked = scheduled;
+                let proceed = control.between_steps(self.position.step + 1, &mut asked, on_event);
+                if !proceed.await {
+                    return self.stop(model, &order, on_event, last).await;
+                }
+                if asked != scheduled {
+                    schedule::rescale(&mut self.config, asked, scheduled);
+                }
+                let step = (batch, indices, order.as_slice());
+                model = match self.step(model, step, on_event, last).await? {
+                    Next::Train(model) => model,
+                    Next::End(end) => return end,
+                };
+            }
+            model = match self.end_epoch(model, on_event, last).await? {
+                Next::Train(model) => model,
+                Next::End(end) => return end,
+            };
+        }
+        self.end(model, Outcome::Completed, on_event)
+    }
+
+    /// The rates of the step to take.
+    fn rates(&self) -> Rates {
+        schedule::rates(&self.config, self.position.step, self.batches_per_epoch)
+    }
+
+    fn samples_per_sec(&self, time: Duration) -> f64 {
+        self.position.trained_samples as f64 / time.as_secs_f64().max(1e-9)
+    }
+
+    /// A checkpoint of `model` where the run stands, with the order of the epoch it is in.
+    async fn checkpoint(
+        &self,
+        model: &Net,
+        order: &[usize],
+        on_event: &mut impl FnMut(TrainEvent),
+        last: &mut Checkpoint,
+    ) -> Result<(), TrainError> {
+        let (config, position) = (&self.config, self.position);
+        *last =
+            Checkpoint::capture(config, position, order, model, &self.optim, &self.early).await?;
+        on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
+        Ok(())
+    }
+
+    /// Stopped before a step: its open interval read, and a checkpoint of the step it stopped
+    /// at, where it goes on from.
+    async fn stop(
+        mut self,
+        model: Net,
+        order: &[usize],
+        on_event: &mut impl FnMut(TrainEvent),
+        last: &mut Checkpoint,
+    ) -> Result<Trained, TrainError> {
+        self.meter.end_open();
+        for interval in self.meter.read(None).await?.1 {
+            on_event(TrainEvent::Interval(interval));
+        }
+        self.checkpoint(&model, order, on_event, last).await?;
+        self.end(model, Outcome::Stopped, on_event)
+    }
+
+    /// One training step of `model` on the samples at `indices`, the `batch`th of the epoch
+    /// whose order is `order`.
+    async fn step(
+        &mut self,
+        model: Net,
+        (batch, indices, order): (usize, &[usize], &[usize]),
+        on_event: &mut impl FnMut(TrainEvent),
+        last: &mut Checkpoint,
+    ) -> Result<Next, TrainError> {
+        let rates = self.rates();
+        let started = Instant::now();
+        // Reading the loss waits for the device: only every log interval, so the queue stays
+        // full, and at the end of an epoch, so that the epoch's training time holds all its
+        // work rather than leaving some to the evaluation.
+        let logged = batch % self.config.log_interval == 0;
+        let checked = logged || batch + 1 == self.batches_per_epoch;
+        // The weights this loss is computed with: kept if it is finite.
+        let weights = checked.then(|| model.clone());
+        let step = self.position.step;
+        let (model, stats) = self
+            .stepper
+            .step(model, &mut self.optim, rates, step, indices);
+        self.position.step += 1;
+        self.position.batch = batch + 1;
+        let at_step = self.training_time + started.elapsed();
+        let epoch = self.position.epoch;
+        let place = (epoch, self.position.step, batch);
+        self.meter.add(&stats, place, at_step.as_secs_f64());
+        let (read, intervals) = match checked || self.meter.wants_read() {
+            true => self.meter.read(checked.then(|| stats.loss())).await?,
+            false => (None, Vec::new()),
+        };
+        let intervals = intervals.into_iter().map(TrainEvent::Interval);
+        self.position.trained_samples += indices.len();
+        let so_far = self.training_time + started.elapsed();
+        if let Some(loss) = read.filter(|l| !l.is_finite()) {
+            intervals.for_each(&mut *on_event);
+            return Ok(Next::End(self.diverge(loss, rates, on_event)));
+        }
+        if let Some(weights) = weights {
+            self.last_finite = weights;
+        }
+        on_event(TrainEvent::Step(StepReport {
+            epoch,
+            step: self.position.step,
+            batch,
+            batches_per_epoch: self.batches_per_epoch,
+            batch_size: self.config.batch_size,
+            seen: batch * self.config.batch_size + indices.len(),
+            epoch_len: self.epoch_len,
+            loss: read.filter(|_| logged),
+            samples_per_sec: self.samples_per_sec(so_far),
+            training_secs: so_far.as_secs_f64(),
+            lr: rates.lr,
+        }));
+        intervals.for_each(&mut *on_event);
+        platform::yield_now().await;
+        // Wall-clock, the yield included: the device works on while the loop waits, and what
+        // the browser does between steps delays the run too.
+        self.training_time += started.elapsed();
+        self.position.training_secs = self.training_time.as_secs_f64();
+        // The epoch's last batch is followed by its evaluation, and a checkpoint after it.
+        if logged && self.position.batch < self.batches_per_epoch {
+            self.checkpoint(&model, order, on_event, last).await?;
+        }
+        Ok(Next::Train(model))
+    }
+
+    /// The loss is not finite: the run ends with the last weights whose loss was.
+    fn diverge(
+        &mut self,
+        loss: f32,
+        rates: Rates,
+        on_event: &mut impl FnMut(TrainEvent),
+    ) -> Result<Trained, TrainError> {
+        on_event(TrainEvent::Diverged(Divergence {
+            epoch: self.position.epoch,
+            step: self.position.step,
+            lr: rates.lr,
+            loss,
+        }));
+        let end = End::new(Outcome::Diverged, 0.0, &self.early);
+        end.finish(
+            self.last_finite.clone(),
+            &self.config,
+            self.device,
+            on_event,
+        )
+    }
+
+    /// The test set evaluated, early stopping asked, and a checkpoint of the next epoch's start.
+    async fn end_epoch(
+        &mut self,
+        model: Net,
+        on_event: &mut impl FnMut(TrainEvent),
+        last: &mut Checkpoint,
+    ) -> Result<Next, TrainError> {
+        let epoch = self.position.epoch;
+        let test_len = self.data.test.len_within(self.config.test_limit);
+        let report = evaluate(&model, &self.data.test, test_len, &self.test_batcher, epoch).await?;
+        let verdict = self.early.observe(&self.config.early_stop, &report);
+        on_event(TrainEvent::Epoch(report));
+        on_event(TrainEvent::Memory(MemoryReport::sample(epoch, self.device)));
+        self.position.epoch += 1;
+        self.position.batch = 0;
+        let next_order = epoch_order(self.epoch_len, self.config.seed, self.position.epoch);
+        let (config, position) = (&self.config, self.position);
+        *last = Checkpoint::capture(
+            config,
+            position,
+            &next_order,
+            &model,
+            &self.optim,
+            &self.early,
+        )
+        .await?;
+        // The best epoch's weights are this checkpoint's: read back once, kept on the host.
+        if let (Verdict::Improved, Some(best)) = (verdict, &mut self.early.best) {
+            best.weights = Arc::new(last.weights.clone());
+            last.early_stop = self.early.clone();
+        }
+        on_event(TrainEvent::Checkpoint(Arc::new(last.clone())));
+        match verdict {
+            Verdict::Stop => Ok(Next::End(self.end(model, Outcome::EarlyStopped, on_event))),
+            _ => Ok(Next::Train(model)),
+        }
+    }
+
+    /// The run's end: its outcome said, and the model it keeps (`model`, or early stopping's
+    /// best epoch's).
+    fn end(
+        &self,
+        model: Net,
+        outcome: Outcome,
+        on_event: &mut impl FnMut(TrainEvent),
+    ) -> Result<Trained, TrainError> {
+        let end = End::new(
+            outcome,
+            self.samples_per_sec(self.training_time),
+            &self.early,
+        );
+        end.finish(model, &self.config, self.device, on_event)
+    }
+}
