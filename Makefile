@@ -36,6 +36,7 @@ test: data
 	scripts/setup.sh trunk wasm-pack browser e2e
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
 	cargo test
 	wasm-pack test --headless --chrome
 	scripts/e2e.sh

@@ -227,7 +227,7 @@ mod tests {
             test_loss: 0.5,
             correct: 9,
             total: 10,
-            confusion: [[0; crate::model::CLASSES]; crate::model::CLASSES],
+            confusion: Box::new([[0; crate::model::CLASSES]; crate::model::CLASSES]),
         }));
         metrics.record(&TrainEvent::Done {
             outcome: Outcome::Completed,

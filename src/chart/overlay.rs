@@ -204,7 +204,8 @@ pub fn draw_loss<DB: DrawingBackend>(
     let axis = options.x_axis;
     // On a logarithmic axis the chart draws log10 of each loss, labelled with the loss itself.
     let value = |loss: f32| match options.log_loss {
-        true => (loss > 0.0).then(|| loss.log10()).unwrap_or(f32::NAN),
+        true if loss > 0.0 => loss.log10(),
+        true => f32::NAN,
         false => loss,
     };
     let per_run = each_run(series, |run| interval_points(run, axis, |i| value(i.loss)));

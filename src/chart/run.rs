@@ -85,7 +85,7 @@ mod tests {
             test_loss: 0.1,
             correct: 9800,
             total: 10000,
-            confusion: [[0; crate::model::CLASSES]; crate::model::CLASSES],
+            confusion: Box::new([[0; crate::model::CLASSES]; crate::model::CLASSES]),
         }];
         let svg = render_svg(&metrics).unwrap();
         assert!(svg.starts_with("<svg"), "{}", &svg[..50.min(svg.len())]);

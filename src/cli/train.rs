@@ -57,7 +57,9 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let position = checkpoint.as_ref().map(|checkpoint| checkpoint.position);
     let start = match (checkpoint, &args.init) {
         (Some(checkpoint), _) => RunStart::Checkpoint(Box::new(checkpoint)),
-        (None, Some(path)) => RunStart::Weights(load_weights(path, config.model, &Device::flex())?),
+        (None, Some(path)) => {
+            RunStart::Weights(Box::new(load_weights(path, config.model, &Device::flex())?))
+        }
         (None, None) => RunStart::Fresh,
     };
     let backend = args.run.setup.backend;

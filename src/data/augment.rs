@@ -180,7 +180,9 @@ mod tests {
             let max = values.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             (min, max)
         };
-        let cases: [(fn(&Affine) -> f64, f64, f64); 5] = [
+        // What is drawn, its centre and its bound.
+        type Case = (fn(&Affine) -> f64, f64, f64);
+        let cases: [Case; 5] = [
             (|a| a.rotation, 0.0, 20.0),
             (|a| a.scale, 1.0, 0.2),
             (|a| a.shear, 0.0, 5.0),

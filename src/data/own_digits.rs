@@ -121,8 +121,8 @@ mod tests {
                 .count()
         };
         let expected = [2, 1, 1, 0, 0, 1, 1, 4, 1, 1];
-        for d in 0..CLASSES {
-            assert_eq!(held(d as u8), expected[d], "digit {d}");
+        for (d, &want) in expected.iter().enumerate() {
+            assert_eq!(held(d as u8), want, "digit {d}");
         }
         assert_eq!(data.train.len() + data.test.len(), all.len());
         // The same seed holds out the same samples; another seed others.

@@ -22,11 +22,12 @@ const REDRAW_MS: f64 = 250.0;
 /// Points the page keeps for a chart; older ones are merged in pairs beyond it.
 pub(super) const CHART_POINTS: usize = 2000;
 
+/// The run the charts show (the live one, or the last), with its id where the browser keeps it.
+type Shown = (Option<String>, Rc<RefCell<RunMetrics>>);
+
 thread_local! {
-    /// The run the charts show (the live one, or the last), with its id where the browser keeps
-    /// it: what a change of the runs selected redraws.
-    static SHOWN: RefCell<Option<(Option<String>, Rc<RefCell<RunMetrics>>)>> =
-        const { RefCell::new(None) };
+    /// The run the charts show: what a change of the runs selected redraws.
+    static SHOWN: RefCell<Option<Shown>> = const { RefCell::new(None) };
     /// The runs ticked in the runs table, in its order, with how to draw them: none when none
     /// is ticked.
     static OVERLAY: RefCell<Option<Overlay>> = const { RefCell::new(None) };
@@ -94,8 +95,8 @@ fn draw(index: usize, metrics: &RunMetrics, shown_id: Option<&str>) {
             let _ = figures.set("curves", &serde_json::to_string(&ys).unwrap_or_default());
         }
         Ok(None) => {
-            let _ = figures.delete("series");
-            let _ = figures.delete("curves");
+            figures.delete("series");
+            figures.delete("curves");
         }
         Err(error) => web_sys::console::warn_1(&format!("{canvas}: {error}").into()),
     }

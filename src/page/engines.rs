@@ -6,9 +6,8 @@ use std::fmt;
 use std::rc::Rc;
 use std::str::FromStr;
 
-use web_sys::{HtmlOptionElement, UrlSearchParams};
+use web_sys::UrlSearchParams;
 
-use super::dom::{by_id, set_text};
 use super::error::PageError;
 use super::trainer::Trainer;
 use crate::device::{BackendChoice, DeviceError};

@@ -82,7 +82,7 @@ async fn find(page: &Shared) -> Result<(), PageError> {
         let on_point = move |point: LrPoint| {
             let mut points = drawn.borrow_mut();
             points.push(point);
-            if points.len() % DRAW_EVERY == 0 {
+            if points.len().is_multiple_of(DRAW_EVERY) {
                 let so_far = LrFinding {
                     points: points.clone(),
                     suggestion: None,

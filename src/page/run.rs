@@ -7,8 +7,7 @@ use std::rc::Rc;
 use web_sys::{HtmlElement, HtmlInputElement, HtmlProgressElement};
 
 use super::charts::{self, CHART_POINTS, Charts};
-use super::dom::now_ms;
-use super::dom::{self, by_id, set_text};
+use super::dom::{self, by_id, now_ms, set_text};
 use super::engine::{show_device, use_engine};
 use super::engines::{EngineChoice, token};
 use super::error::PageError;
@@ -19,7 +18,7 @@ use super::state::{ModelFile, Shared, log, set_phase, show_error};
 use super::{confusion, current, gallery, runs};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
-use crate::session::protocol::{Follow, Followed, OwnDigits, RunEnded, RunFiles, Train};
+use crate::session::protocol::{FineTuned, Follow, Followed, OwnDigits, RunEnded, RunFiles, Train};
 use crate::train::TrainEvent;
 
 /// Shows an event: its line in the log, its figures, and says whether the charts have news.
@@ -339,7 +338,7 @@ pub async fn follow_native(page: &Shared) -> Result<(), PageError> {
     };
     let drawn = live.clone();
     let on_progress = move |followed: Followed| match followed {
-        Followed::Run { config, device } => on_run(config, device),
+        Followed::Run { config, device } => on_run(*config, device),
         Followed::Event(event) => {
             if let Some(live) = drawn.borrow().as_ref() {
                 live.on_event()(event);

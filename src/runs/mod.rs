@@ -139,7 +139,7 @@ pub(crate) mod tests {
                 test_loss: 0.1,
                 correct: (accuracy * 100.0).round() as usize,
                 total: 10_000,
-                confusion: [[0; CLASSES]; CLASSES],
+                confusion: Box::new([[0; CLASSES]; CLASSES]),
             })
             .collect();
         metrics.outcome = Some(Outcome::Completed);

@@ -36,7 +36,7 @@ pub enum RunStart {
     /// Fresh weights, from the settings' seed.
     Fresh,
     /// Given weights: a loaded file, or the model trained last.
-    Weights(Net),
+    Weights(Box<Net>),
     /// The run a checkpoint was taken from, gone on with as if it had never stopped; its
     /// settings are the run's.
     Checkpoint(Box<Checkpoint>),
@@ -103,9 +103,9 @@ pub async fn prepare<'a>(
     let device = select_device(backend).await?;
     device.check_batch(config.model, config.batch_size)?;
     let start = match start {
-        RunStart::Fresh => {
-            RunStart::Weights(NetConfig::from(config.model).init(&device.device, config.seed))
-        }
+        RunStart::Fresh => RunStart::Weights(Box::new(
+            NetConfig::from(config.model).init(&device.device, config.seed),
+        )),
         other => other,
     };
     let before = match (&data, &start) {
@@ -158,7 +158,7 @@ impl Prepared<'_> {
                     resume(&checkpoint, mnist, device, control, each).await
                 }
                 RunStart::Weights(net) => {
-                    train_from(net, &config, mnist, device, control, each).await
+                    train_from(*net, &config, mnist, device, control, each).await
                 }
                 RunStart::Fresh => unreachable!("a fresh start is made in prepare"),
             }

@@ -262,7 +262,7 @@ pub struct Follow {}
 pub enum Followed {
     /// Said first: the run's settings and what trains it.
     Run {
-        config: TrainConfig,
+        config: Box<TrainConfig>,
         device: String,
     },
     Event(TrainEvent),
@@ -354,7 +354,7 @@ mod tests {
             test_loss: f32::NAN,
             correct: 3,
             total: 4,
-            confusion: [[0; CLASSES]; CLASSES],
+            confusion: Box::new([[0; CLASSES]; CLASSES]),
         };
         let Reply::Answer(back) = crossed::<Evaluate>(Reply::Answer(report)) else {
             panic!("an answer came back as something else")

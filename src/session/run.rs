@@ -99,7 +99,7 @@ impl<H: Host> Session<H> {
             return Err(SessionError::Busy);
         }
         let start = match self.start_from(config.model, from_model || own_digits.is_some())? {
-            Some(net) => RunStart::Weights(net),
+            Some(net) => RunStart::Weights(Box::new(net)),
             None => RunStart::Fresh,
         };
         let own = match own_digits {
@@ -203,7 +203,7 @@ impl<H: Host> Session<H> {
                 end: Some(end),
             });
             let said = Followed::Run {
-                config: run.config.clone(),
+                config: Box::new(run.config.clone()),
                 device: run.device.clone(),
             };
             (said, run.history.clone())

@@ -87,7 +87,7 @@ mod tests {
             test_loss,
             correct,
             total: 100,
-            confusion: [[0; CLASSES]; CLASSES],
+            confusion: Box::new([[0; CLASSES]; CLASSES]),
         }
     }
 

@@ -47,6 +47,6 @@ pub async fn evaluate(
         test_loss: loss_sum / len as f32,
         correct: (0..CLASSES).map(|digit| confusion[digit][digit]).sum(),
         total: len,
-        confusion,
+        confusion: Box::new(confusion),
     })
 }

@@ -44,8 +44,9 @@ pub struct EpochReport {
     pub test_loss: f32,
     pub correct: usize,
     pub total: usize,
-    /// Test images by true digit (row) and predicted digit (column).
-    pub confusion: [[usize; CLASSES]; CLASSES],
+    /// Test images by true digit (row) and predicted digit (column); boxed, so that every
+    /// event is not as large as this one.
+    pub confusion: Box<[[usize; CLASSES]; CLASSES]>,
 }
 
 /// What the run holds after an epoch: a long run's figures stay flat unless something leaks.
@@ -277,7 +278,7 @@ mod tests {
             test_loss: 0.04123,
             correct: 9868,
             total: 10000,
-            confusion: [[0; CLASSES]; CLASSES],
+            confusion: Box::new([[0; CLASSES]; CLASSES]),
         };
         assert_eq!(
             TrainEvent::Epoch(epoch).log_line().unwrap(),

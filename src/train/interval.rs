@@ -63,7 +63,7 @@ struct Part(StepStats);
 
 impl Part {
     fn len(&self) -> usize {
-        self.0.len()
+        self.0.samples()
     }
 
     fn add(&mut self, step: &StepStats) {
@@ -115,7 +115,7 @@ impl IntervalMeter {
         (epoch, step, batch): (usize, usize, usize),
         training_secs: f64,
     ) {
-        let samples = stats.len();
+        let samples = stats.samples();
         let seen = batch * self.batch_size + samples;
         let mut sums = self.open.take().unwrap_or_else(|| Sums {
             report: IntervalReport {

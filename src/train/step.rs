@@ -176,7 +176,7 @@ impl StepStats {
     }
 
     /// Samples in the batch.
-    pub fn len(&self) -> usize {
+    pub fn samples(&self) -> usize {
         self.losses.dims()[0]
     }
 }
@@ -231,8 +231,8 @@ mod tests {
         // Each sample's loss, log Σ exp − the target's logit, worked out here in f64.
         for ((row, pick), loss) in rows.iter().zip(picks).zip(&losses) {
             let log_sum_exp = row.iter().map(|&z: &f64| z.exp()).sum::<f64>().ln();
-            let expected = log_sum_exp - row[pick as usize];
-            let found = f64::from(loss[pick as usize]);
+            let expected = log_sum_exp - row[pick];
+            let found = f64::from(loss[pick]);
             assert!((found - expected).abs() < 1e-6, "{losses:?}");
         }
     }

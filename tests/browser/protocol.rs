@@ -106,7 +106,7 @@ async fn an_epoch_report_crosses_whole_as_progress() {
         test_loss: 0.125,
         correct: 98,
         total: 100,
-        confusion,
+        confusion: Box::new(confusion),
     };
     let event = TrainEvent::Epoch(report.clone());
     let back = reply_crosses::<Train>(Reply::Progress(event)).await;
@@ -135,7 +135,7 @@ async fn non_finite_numbers_cross_as_themselves() {
         test_loss: f32::INFINITY,
         correct: 0,
         total: 10,
-        confusion: [[0; 10]; 10],
+        confusion: Box::new([[0; 10]; 10]),
     };
     let back = reply_crosses::<Evaluate>(Reply::Answer(report.clone())).await;
     assert!(matches!(back, Reply::Answer(ref r) if *r == report));

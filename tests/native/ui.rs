@@ -334,7 +334,7 @@ async fn a_page_trains_natively_and_the_run_files_are_written_and_served() {
     }
     // The weights the page gets are those written.
     let written = std::fs::read(PathBuf::from(&files.folder).join("model.safetensors")).unwrap();
-    let sent = ended.weights.bytes();
+    let sent = ended.weights.bytes().to_vec();
     let (sent, written) = (
         SafeTensors::deserialize(&sent).unwrap(),
         SafeTensors::deserialize(&written).unwrap(),

@@ -102,10 +102,10 @@ async fn serve(args: UiArgs, app: Shared) -> Result<(), CliError> {
         "Runs started from the page write to {}",
         args.out.display()
     ));
-    if args.open {
-        if let Err(error) = open::that(&url) {
-            warn(&format!("cannot open a browser ({error}); open {url}"));
-        }
+    if args.open
+        && let Err(error) = open::that(&url)
+    {
+        warn(&format!("cannot open a browser ({error}); open {url}"));
     }
     axum::serve(listener, router)
         .await
