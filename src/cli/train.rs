@@ -2,7 +2,7 @@
 //! bar, its files written whatever ended it, and Ctrl-C that keeps it.
 
 use std::cell::Cell;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -18,7 +18,8 @@ use crate::train::{Divergence, Outcome, TrainControl, TrainEvent};
 use super::error::INTERRUPTED_EXIT;
 use super::own_data::{CliData, report};
 use super::{CliError, RunArgs, load_checkpoint, load_weights};
-use crate::native::run_folder::{CHECKPOINT, FolderRecord, RunFolder};
+use crate::native::record::FolderRecord;
+use crate::native::run_folder::{CHECKPOINT, RunFolder};
 
 #[derive(clap::Args)]
 pub struct TrainArgs {
@@ -37,71 +38,29 @@ pub struct TrainArgs {
 }
 
 pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
-    let settings = &args.run.settings;
-    let checkpoint = match &args.resume {
-        Some(path) => {
-            if let Some(name) = settings.given().find(|&name| name != "epochs") {
-                return Err(CliError::ResumeWith(name));
-            }
-            let mut checkpoint = load_checkpoint(path)?;
-            checkpoint.config = settings.apply(checkpoint.config)?;
-            Some(checkpoint)
-        }
-        None => None,
-    };
-    let config = match &checkpoint {
-        Some(checkpoint) => checkpoint.config.clone(),
-        None => settings.apply(TrainConfig::default())?,
+    let (config, start) = asked_start(&args)?;
+    let position = match &start {
+        RunStart::Checkpoint(checkpoint) => Some(checkpoint.position),
+        _ => None,
     };
     let data = CliData::load(&args.run.setup, &config)?;
-    let position = checkpoint.as_ref().map(|checkpoint| checkpoint.position);
-    let start = match (checkpoint, &args.init) {
-        (Some(checkpoint), _) => RunStart::Checkpoint(Box::new(checkpoint)),
-        (None, Some(path)) => {
-            RunStart::Weights(Box::new(load_weights(path, config.model, &Device::flex())?))
-        }
-        (None, None) => RunStart::Fresh,
-    };
     let backend = args.run.setup.backend;
     let prepared = pollster::block_on(prepare(&config, start, data.as_run_data(), backend))?;
-    let device = &prepared.device;
-    println!("Backend: {} ({})", device.adapter, device.reason);
-    let folder = match (&args.resume, position) {
-        (Some(path), Some(position)) => {
-            println!(
-                "Resuming {}: epoch {}, batch {} (step {})",
-                path.display(),
-                position.epoch,
-                position.batch,
-                position.step
-            );
-            RunFolder::for_resumed_run(args.out, path)?
-        }
-        _ => RunFolder::for_new_run(args.out)?,
-    };
+    let device = prepared.device.to_string();
+    println!(
+        "Backend: {} ({})",
+        prepared.device.adapter, prepared.device.reason
+    );
+    let (folder, metrics) = folder_and_metrics(&args, position, &config, device)?;
     let path = folder.path().to_path_buf();
-    // Resumed where it ran before, the run's metrics and chart go on from what it did there.
-    let metrics = match position.and_then(|position| folder.metrics_until(&position)) {
-        Some(earlier) => RunMetrics {
-            config: config.clone(),
-            backend: device.to_string(),
-            ..earlier
-        },
-        None => RunMetrics::new(config.clone(), device.to_string()),
-    };
     let control = TrainControl::default();
     let interrupted = stop_on_interrupt(&control)?;
-
-    let total = data
+    let train_len = data
         .as_run_data()
         .mnist()
         .train
-        .len_within(config.train_limit)
-        * config.epochs;
-    let bar = ProgressBar::new(total as u64).with_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} samples, epoch {prefix} {msg}")
-            .expect("valid template"),
-    );
+        .len_within(config.train_limit);
+    let bar = progress_bar(train_len * config.epochs);
     let warn = {
         let bar = bar.clone();
         move |line: String| bar.suspend(|| eprintln!("webtrain: {line}"))
@@ -109,13 +68,81 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let record = FolderRecord::new(folder, metrics, warn);
     let shown = Shown::default();
     let fault = Fault::from_env();
-    let Driven { ended, files } =
-        pollster::block_on(prepared.drive(Some(Box::new(record)), &control, |event| {
-            fault.at(&event);
-            shown.show(&event, &bar)
-        }));
+    let driven = pollster::block_on(prepared.drive(Some(Box::new(record)), &control, |event| {
+        fault.at(&event);
+        shown.show(&event, &bar)
+    }));
+    let interrupted = interrupted.load(Ordering::SeqCst);
+    end(driven, shown, interrupted, &path)?;
+    println!("Wrote {}", path.display());
+    Ok(())
+}
 
-    // Whatever the run produced is written before any error is reported.
+/// The run the flags ask for: its settings, and where it starts (a checkpoint, weights, or
+/// fresh).
+fn asked_start(args: &TrainArgs) -> Result<(TrainConfig, RunStart), CliError> {
+    let settings = &args.run.settings;
+    if let Some(path) = &args.resume {
+        if let Some(name) = settings.given().find(|&name| name != "epochs") {
+            return Err(CliError::ResumeWith(name));
+        }
+        let mut checkpoint = load_checkpoint(path)?;
+        checkpoint.config = settings.apply(checkpoint.config)?;
+        let config = checkpoint.config.clone();
+        return Ok((config, RunStart::Checkpoint(Box::new(checkpoint))));
+    }
+    let config = settings.apply(TrainConfig::default())?;
+    let start = match &args.init {
+        Some(path) => {
+            RunStart::Weights(Box::new(load_weights(path, config.model, &Device::flex())?))
+        }
+        None => RunStart::Fresh,
+    };
+    Ok((config, start))
+}
+
+/// The run's folder, and its metrics: a new run's, or, resumed where it ran before, what it did
+/// there, so that its metrics and chart hold the whole run.
+fn folder_and_metrics(
+    args: &TrainArgs,
+    resumed_at: Option<Position>,
+    config: &TrainConfig,
+    device: String,
+) -> Result<(RunFolder, RunMetrics), CliError> {
+    let (Some(path), Some(position)) = (&args.resume, resumed_at) else {
+        let folder = RunFolder::for_new_run(args.out.clone())?;
+        return Ok((folder, RunMetrics::new(config.clone(), device)));
+    };
+    println!(
+        "Resuming {}: epoch {}, batch {} (step {})",
+        path.display(),
+        position.epoch,
+        position.batch,
+        position.step
+    );
+    let folder = RunFolder::for_resumed_run(args.out.clone(), path)?;
+    let metrics = match folder.metrics_until(&position) {
+        Some(earlier) => RunMetrics {
+            config: config.clone(),
+            backend: device,
+            ..earlier
+        },
+        None => RunMetrics::new(config.clone(), device),
+    };
+    Ok((folder, metrics))
+}
+
+fn progress_bar(samples: usize) -> ProgressBar {
+    ProgressBar::new(samples as u64).with_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} samples, epoch {prefix} {msg}")
+            .expect("valid template"),
+    )
+}
+
+/// How the run ended, said: after its files are written, an error if it failed, diverged or
+/// was interrupted; a fine-tune's before and after.
+fn end(driven: Driven, shown: Shown, interrupted: bool, path: &Path) -> Result<(), CliError> {
+    let Driven { ended, files } = driven;
     let not_saved = files.and_then(|files| files.error);
     if let (Err(_), Some(not_saved)) = (&ended, &not_saved) {
         eprintln!("webtrain: {not_saved}");
@@ -132,20 +159,18 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         stopped_at,
     } = shown;
     if let (Outcome::Diverged, Some(divergence)) = (ended.outcome, divergence.take()) {
-        return Err(CliError::Diverged {
-            divergence,
-            out: path,
-        });
+        let out = path.to_path_buf();
+        return Err(CliError::Diverged { divergence, out });
     }
-    if interrupted.load(Ordering::SeqCst) {
+    if interrupted {
         let Position { epoch, step, .. } = stopped_at.take().unwrap_or(Position::START);
+        let checkpoint = path.join(CHECKPOINT);
         return Err(CliError::Interrupted {
             epoch,
             step,
-            checkpoint: path.join(CHECKPOINT),
+            checkpoint,
         });
     }
-    println!("Wrote {}", path.display());
     Ok(())
 }
 

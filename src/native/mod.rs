@@ -3,6 +3,7 @@
 //! them (`run_folder`).
 
 mod executor;
+pub mod record;
 pub mod run_folder;
 
 use std::path::PathBuf;
@@ -21,7 +22,8 @@ use crate::train::TrainEvent;
 use tokio::sync::mpsc;
 
 use executor::Doorbell;
-use run_folder::{FolderRecord, RunFolder, runs_in};
+use record::FolderRecord;
+use run_folder::{RunFolder, runs_in};
 
 /// Says `line` on the terminal. A server goes on when no one reads its output any more (a
 /// closed pipe): `println!` would panic then.

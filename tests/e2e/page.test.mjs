@@ -771,7 +771,7 @@ test('a panic in a thread of the CPU pool mid-run: the run ends with its message
   // would. The training worker then waits on the pool for ever: the call never returns.
   worker.evaluate(() => import('./webtrain.js').then((module) => module.panic_in_cpu_pool())).catch(() => {});
   await page.waitForSelector('body[data-state="error"]', { timeout: 30_000 });
-  assert.match(await page.textContent('#error'), /the training worker stopped: .*a panic provoked in a thread of the CPU backend's pool/);
+  assert.match(await page.textContent('#error'), /the training worker stopped: [\s\S]*a panic provoked in a thread of the CPU backend's pool/);
   assert.ok(await page.isVisible('#reload'));
   const [kept] = await keptRuns(page);
   assert.equal(kept.end, 'failed', 'the run is kept, as failed');
