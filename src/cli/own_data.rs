@@ -2,8 +2,10 @@
 //! MNIST's format) made a run's data as every engine makes it; and, after a fine-tune on them,
 //! the model before and after, printed.
 
+use std::rc::Rc;
+
 use crate::config::TrainConfig;
-use crate::data::own_digits::{OwnRun, own_run};
+use crate::data::own_digits::own_run;
 use crate::data::{Mnist, MnistSplit, TRAIN_IMAGES, TRAIN_LABELS};
 use crate::session::driver::RunData;
 use crate::session::protocol::FineTuned;
@@ -11,37 +13,22 @@ use crate::train::fine_tune::Measured;
 
 use super::{CliError, SetupArgs};
 
-/// What a run trains and is tested on.
-pub enum CliData {
-    Mnist(Mnist),
-    Own(OwnRun),
-}
-
-impl CliData {
-    /// The data `--data` names for a run of `config`.
-    pub fn load(setup: &SetupArgs, config: &TrainConfig) -> Result<Self, CliError> {
-        // MNIST itself is all MNIST already: `mix_mnist` has nothing to add to it.
-        if Mnist::has_test_split(&setup.data) {
-            return Ok(Self::Mnist(Mnist::load_dir(&setup.data)?));
-        }
-        let own = MnistSplit::load(&setup.data, TRAIN_IMAGES, TRAIN_LABELS)?;
-        let mnist = Mnist::load_dir(&setup.mnist)?;
-        let run = own_run(&own, None, Some(&mnist), config.mix_mnist, config.seed)?;
-        let held = run.data.test.len();
-        println!(
-            "Your digits: {} to train on, {held} held out; {} of MNIST's training images mixed in",
-            own.len() - held,
-            run.data.train.len() + held - own.len(),
-        );
-        Ok(Self::Own(run))
+/// The data `--data` names for a run of `config`.
+pub fn load(setup: &SetupArgs, config: &TrainConfig) -> Result<RunData, CliError> {
+    // MNIST itself is all MNIST already: `mix_mnist` has nothing to add to it.
+    if Mnist::has_test_split(&setup.data) {
+        return Ok(RunData::Mnist(Rc::new(Mnist::load_dir(&setup.data)?)));
     }
-
-    pub fn as_run_data(&self) -> RunData<'_> {
-        match self {
-            Self::Mnist(mnist) => RunData::Mnist(mnist),
-            Self::Own(own) => RunData::Own(own),
-        }
-    }
+    let own = MnistSplit::load(&setup.data, TRAIN_IMAGES, TRAIN_LABELS)?;
+    let mnist = Mnist::load_dir(&setup.mnist)?;
+    let run = own_run(&own, None, Some(&mnist), config.mix_mnist, config.seed)?;
+    let held = run.data.test.len();
+    println!(
+        "Your digits: {} to train on, {held} held out; {} of MNIST's training images mixed in",
+        own.len() - held,
+        run.data.train.len() + held - own.len(),
+    );
+    Ok(RunData::Own(Rc::new(run)))
 }
 
 /// Prints the model before and after, side by side, and the held-out digits whose verdict

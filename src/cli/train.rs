@@ -16,7 +16,7 @@ use crate::train::checkpoint::Position;
 use crate::train::{Divergence, Outcome, TrainControl, TrainEvent};
 
 use super::error::INTERRUPTED_EXIT;
-use super::own_data::{CliData, report};
+use super::own_data::{self, report};
 use super::{CliError, RunArgs, load_checkpoint, load_weights};
 use crate::native::record::FolderRecord;
 use crate::native::run_folder::{CHECKPOINT, RunFolder};
@@ -43,9 +43,10 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         RunStart::Checkpoint(checkpoint) => Some(checkpoint.position),
         _ => None,
     };
-    let data = CliData::load(&args.run.setup, &config)?;
+    let data = own_data::load(&args.run.setup, &config)?;
+    let train_len = data.mnist().train.len_within(config.train_limit);
     let backend = args.run.setup.backend;
-    let prepared = pollster::block_on(prepare(&config, start, data.as_run_data(), backend))?;
+    let prepared = pollster::block_on(prepare(&config, start, data, backend))?;
     let device = prepared.device.to_string();
     println!(
         "Backend: {} ({})",
@@ -55,11 +56,6 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let path = folder.path().to_path_buf();
     let control = TrainControl::default();
     let interrupted = stop_on_interrupt(&control)?;
-    let train_len = data
-        .as_run_data()
-        .mnist()
-        .train
-        .len_within(config.train_limit);
     let bar = progress_bar(train_len * config.epochs);
     let warn = {
         let bar = bar.clone();

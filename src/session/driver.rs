@@ -6,6 +6,7 @@
 use std::future::Future;
 use std::panic::{self, AssertUnwindSafe};
 use std::pin::Pin;
+use std::rc::Rc;
 use std::task::{Context, Poll};
 
 use burn::prelude::Device;
@@ -43,15 +44,15 @@ pub enum RunStart {
 }
 
 /// What a run trains and is tested on.
-#[derive(Clone, Copy)]
-pub enum RunData<'a> {
-    Mnist(&'a Mnist),
+#[derive(Clone)]
+pub enum RunData {
+    Mnist(Rc<Mnist>),
     /// One's own digits: the model is judged before and after on the held-out ones and on
     /// MNIST's test set.
-    Own(&'a OwnRun),
+    Own(Rc<OwnRun>),
 }
 
-impl RunData<'_> {
+impl RunData {
     /// The images the run trains and tests on.
     pub fn mnist(&self) -> &Mnist {
         match self {
@@ -63,12 +64,18 @@ impl RunData<'_> {
 
 /// A run about to go: its device, where it starts and, on one's own digits, its model judged
 /// before.
-pub struct Prepared<'a> {
+pub struct Prepared {
     pub device: TrainDevice,
     config: TrainConfig,
-    start: RunStart,
-    data: RunData<'a>,
+    start: Begin,
+    data: RunData,
     before: Option<Measured>,
+}
+
+/// Where a prepared run starts: a fresh start's weights are made by then.
+enum Begin {
+    Weights(Box<Net>),
+    Checkpoint(Box<Checkpoint>),
 }
 
 /// How a run ended, and where its files went.
@@ -90,12 +97,12 @@ pub struct Ended {
 /// Chooses `backend`'s device for a run of `config`, checks that its batch fits there, makes
 /// the fresh model where the run starts fresh, and judges the starting model on one's own
 /// digits.
-pub async fn prepare<'a>(
+pub async fn prepare(
     config: &TrainConfig,
     start: RunStart,
-    data: RunData<'a>,
+    data: RunData,
     backend: BackendChoice,
-) -> Result<Prepared<'a>, SessionError> {
+) -> Result<Prepared, SessionError> {
     let config = match &start {
         RunStart::Checkpoint(checkpoint) => checkpoint.config.clone(),
         _ => config.clone(),
@@ -103,13 +110,14 @@ pub async fn prepare<'a>(
     let device = select_device(backend).await?;
     device.check_batch(config.model, config.batch_size)?;
     let start = match start {
-        RunStart::Fresh => RunStart::Weights(Box::new(
+        RunStart::Fresh => Begin::Weights(Box::new(
             NetConfig::from(config.model).init(&device.device, config.seed),
         )),
-        other => other,
+        RunStart::Weights(net) => Begin::Weights(net),
+        RunStart::Checkpoint(checkpoint) => Begin::Checkpoint(checkpoint),
     };
     let before = match (&data, &start) {
-        (RunData::Own(own), RunStart::Weights(net)) => {
+        (RunData::Own(own), Begin::Weights(net)) => {
             let net = to_cpu(net, config.model).await?;
             Some(judge(&net, own).await?)
         }
@@ -124,12 +132,7 @@ pub async fn prepare<'a>(
     })
 }
 
-impl Prepared<'_> {
-    /// The run's settings: a checkpoint's when it resumes one.
-    pub fn config(&self) -> &TrainConfig {
-        &self.config
-    }
-
+impl Prepared {
     /// Trains, telling `record` and then `on_event` of each event; the model, the recorder's
     /// files and the judgement of a fine-tune whatever ended the run.
     pub async fn drive(
@@ -154,13 +157,12 @@ impl Prepared<'_> {
         let (mnist, device) = (data.mnist(), &device.device);
         let trained = CatchPanic(Box::pin(async {
             match start {
-                RunStart::Checkpoint(checkpoint) => {
+                Begin::Checkpoint(checkpoint) => {
                     resume(&checkpoint, mnist, device, control, each).await
                 }
-                RunStart::Weights(net) => {
+                Begin::Weights(net) => {
                     train_from(*net, &config, mnist, device, control, each).await
                 }
-                RunStart::Fresh => unreachable!("a fresh start is made in prepare"),
             }
         }))
         .await;
@@ -174,7 +176,7 @@ impl Prepared<'_> {
         };
         let files = record.map(|record| record.finish(ended.as_ref().ok().map(|(net, _)| net)));
         let ended = match ended {
-            Ok((net, outcome)) => judged(net, outcome, data, before).await,
+            Ok((net, outcome)) => judged(net, outcome, &data, before).await,
             Err(error) => Err(error),
         };
         Driven { ended, files }
@@ -202,7 +204,7 @@ impl<F: Future> Future for CatchPanic<F> {
 async fn judged(
     net: Net,
     outcome: Outcome,
-    data: RunData<'_>,
+    data: &RunData,
     before: Option<Measured>,
 ) -> Result<Ended, SessionError> {
     let fine_tuned = match (data, before) {

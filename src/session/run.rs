@@ -102,18 +102,9 @@ impl<H: Host> Session<H> {
             Some(net) => RunStart::Weights(Box::new(net)),
             None => RunStart::Fresh,
         };
-        let own = match own_digits {
-            Some(own) => Some(self.own_run(own, &config)?),
-            None => None,
-        };
-        let mnist = match &own {
-            Some(_) => None,
-            None => Some(self.run_data(&config)?),
-        };
-        let data = match (&own, &mnist) {
-            (Some(own), _) => RunData::Own(own),
-            (None, Some(mnist)) => RunData::Mnist(mnist),
-            (None, None) => unreachable!("a run has its data"),
+        let data = match own_digits {
+            Some(own) => RunData::Own(Rc::new(self.own_run(own, &config)?)),
+            None => RunData::Mnist(self.run_data(&config)?),
         };
         // Taken before the first await: a second request finds the engine busy.
         let control = TrainControl::default();

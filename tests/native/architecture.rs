@@ -175,3 +175,27 @@ fn the_modules_a_file_names_are_read_without_its_tests() {
     );
     assert_eq!(used.into_iter().collect::<Vec<_>>(), ["cli", "session"]);
 }
+
+/// The `[patch.crates-io]` lines of a Cargo.toml, as "crate = folder" with the folder's path
+/// from the repository's root.
+fn patches(manifest: &str, root: &str) -> Vec<String> {
+    let text = fs::read_to_string(manifest).unwrap();
+    let section = text.split("\n[patch.crates-io]\n").nth(1).unwrap_or_default();
+    section
+        .lines()
+        .take_while(|line| !line.starts_with('['))
+        .filter(|line| line.contains("path"))
+        .map(|line| {
+            let name = line.split('=').next().unwrap().trim();
+            let path = line.split('"').nth(1).unwrap().trim_start_matches(root);
+            format!("{name} = {path}")
+        })
+        .collect()
+}
+
+#[test]
+fn the_fuzz_targets_build_the_patched_dependencies_that_ship() {
+    let shipped = patches("Cargo.toml", "");
+    assert!(shipped.len() >= 3, "{shipped:?}");
+    assert_eq!(patches("fuzz/Cargo.toml", "../"), shipped);
+}
