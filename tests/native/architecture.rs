@@ -180,7 +180,10 @@ fn the_modules_a_file_names_are_read_without_its_tests() {
 /// from the repository's root.
 fn patches(manifest: &str, root: &str) -> Vec<String> {
     let text = fs::read_to_string(manifest).unwrap();
-    let section = text.split("\n[patch.crates-io]\n").nth(1).unwrap_or_default();
+    let section = text
+        .split("\n[patch.crates-io]\n")
+        .nth(1)
+        .unwrap_or_default();
     section
         .lines()
         .take_while(|line| !line.starts_with('['))
