@@ -104,7 +104,7 @@ fn legend_line(label: impl Into<String>, color: RGBAColor, width: u32) -> Legend
 /// The legend of a run alone on the loss chart: what a faint point is and the smoothed curve
 /// over them; none before it has points.
 fn loss_legend(run: &RunMetrics, color: RGBColor, smoothing: f64) -> Vec<LegendRow> {
-    if run.intervals.is_empty() {
+    if !run.intervals.iter().any(|i| i.loss.is_finite()) {
         return Vec::new();
     }
     if smoothing == 0.0 {
@@ -382,7 +382,7 @@ pub fn draw_accuracy<DB: DrawingBackend>(
     let rows = match run {
         None => legend(series),
         Some(run) => {
-            let training = (!run.intervals.is_empty())
+            let training = (run.intervals.iter().any(|i| i.accuracy.is_finite()))
                 .then(|| legend_line("training", TRAINING_ACCURACY_COLOR.to_rgba(), 2));
             let test = (!run.epochs.is_empty()).then(|| LegendRow {
                 label: "test".into(),

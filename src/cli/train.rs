@@ -147,8 +147,8 @@ fn end(driven: Driven, shown: Shown, interrupted: bool, path: &Path) -> Result<(
     if let Some(not_saved) = not_saved {
         return Err(CliError::FilesNotWritten(not_saved));
     }
-    if let Some(fine_tuned) = &ended.fine_tuned {
-        report(fine_tuned);
+    if let Some(fine_tuned) = ended.fine_tuned {
+        report(&fine_tuned?);
     }
     let Shown {
         divergence,

@@ -46,7 +46,7 @@ pub enum DataError {
         path: PathBuf,
         source: std::io::Error,
     },
-    #[error("too few of your digits to hold any out: add two or more of a digit")]
+    #[error("too few digits to hold any out to test: two or more of a digit are needed")]
     FewDigits,
     #[error("MNIST's share (mix_mnist) needs MNIST, which is not loaded")]
     NothingToMix,

@@ -1,6 +1,6 @@
 //! The native engine: a [`Session`] on a thread of its own, fed by every page `webtrain ui`
 //! serves, with MNIST from a folder and each run's files written under `out` as the CLI writes
-//! them (`run_folder`).
+//! them: a run's folder is `run_folder`'s, what goes in it as the run goes `record`'s.
 
 mod executor;
 pub mod record;

@@ -63,7 +63,8 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             true
         }
         TrainEvent::Diverged(_) => {
-            show_error(&event.log_line().unwrap_or_default());
+            let said = event.log_line().unwrap_or_default();
+            show_error(&format!("{said} Try a smaller learning rate."));
             false
         }
         TrainEvent::Done {

@@ -131,8 +131,14 @@ impl Trainer {
             .map_err(|e| engine_gone(name, js_error(e)))?;
         let (trainer, link) = Self::new(name, Transport::Worker(worker.clone()), on_crash);
         let crashed = trainer.crashed.clone();
-        crash_channel::listen(&channel, move |why| crashed(why))
-            .map_err(|e| engine_gone(name, js_error(e)))?;
+        // Without the channel a pool thread's panic would go unheard; the worker still trains.
+        if let Err(error) = crash_channel::listen(&channel, move |why| crashed(why)) {
+            let why = format!(
+                "a panic in the CPU pool would go unheard: {}",
+                js_error(error)
+            );
+            web_sys::console::warn_1(&why.into());
+        }
         let on_message = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
             link.receive(Envelope::from_js(&event.data()));
         });

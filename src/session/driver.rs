@@ -90,14 +90,24 @@ pub struct Ended {
     /// The model kept (after early stopping, the best epoch's), on the CPU backend.
     pub net: Net,
     pub outcome: Outcome,
-    /// What a fine-tune on one's own digits changed.
-    pub fine_tuned: Option<FineTuned>,
+    /// What a fine-tune on one's own digits changed, or why it could not be judged: the model
+    /// is the run's either way.
+    pub fine_tuned: Option<Result<FineTuned, SessionError>>,
 }
 
 /// Chooses `backend`'s device for a run of `config`, checks that its batch fits there, makes
 /// the fresh model where the run starts fresh, and judges the starting model on one's own
 /// digits.
 pub async fn prepare(
+    config: &TrainConfig,
+    start: RunStart,
+    data: RunData,
+    backend: BackendChoice,
+) -> Result<Prepared, SessionError> {
+    caught(make_ready(config, start, data, backend)).await
+}
+
+async fn make_ready(
     config: &TrainConfig,
     start: RunStart,
     data: RunData,
@@ -133,8 +143,9 @@ pub async fn prepare(
 }
 
 impl Prepared {
-    /// Trains, telling `record` and then `on_event` of each event; the model, the recorder's
-    /// files and the judgement of a fine-tune whatever ended the run.
+    /// Trains, telling `record` and then `on_event` of each event. The recorder writes what
+    /// the run did whatever ended it; a run that ended with a model (completed, stopped, early
+    /// stopped or diverged) returns it, with a fine-tune's judgement.
     pub async fn drive(
         self,
         mut record: Option<Box<dyn RunRecorder>>,
@@ -155,37 +166,50 @@ impl Prepared {
             on_event(event);
         };
         let (mnist, device) = (data.mnist(), &device.device);
-        let trained = CatchPanic(Box::pin(async {
-            match start {
+        let trained = caught(async {
+            let trained = match start {
                 Begin::Checkpoint(checkpoint) => {
                     resume(&checkpoint, mnist, device, control, each).await
                 }
                 Begin::Weights(net) => {
                     train_from(*net, &config, mnist, device, control, each).await
                 }
-            }
-        }))
+            }?;
+            let net = to_cpu(&trained.model, config.model).await?;
+            Ok((net, trained.outcome))
+        })
         .await;
-        let ended: Result<(Net, Outcome), SessionError> = match trained {
-            Ok(Ok(trained)) => match to_cpu(&trained.model, config.model).await {
-                Ok(net) => Ok((net, trained.outcome)),
-                Err(error) => Err(error.into()),
-            },
-            Ok(Err(error)) => Err(error.into()),
-            Err(panic) => Err(SessionError::Panicked(panic)),
-        };
-        let files = record.map(|record| record.finish(ended.as_ref().ok().map(|(net, _)| net)));
-        let ended = match ended {
-            Ok((net, outcome)) => judged(net, outcome, &data, before).await,
+        let files = record.map(|record| record.finish(trained.as_ref().ok().map(|(net, _)| net)));
+        let ended = match trained {
+            Ok((net, outcome)) => {
+                let fine_tuned = match (&data, before) {
+                    (RunData::Own(own), Some(before)) => {
+                        Some(caught(judged(&net, own, before)).await)
+                    }
+                    _ => None,
+                };
+                Ok(Ended {
+                    net,
+                    outcome,
+                    fine_tuned,
+                })
+            }
             Err(error) => Err(error),
         };
         Driven { ended, files }
     }
 }
 
-/// A run whose panic ends it with the panic's message, natively, where a panic unwinds (a
+/// `step`, whose panic ends it with the panic's message, natively, where a panic unwinds (a
 /// thread of the CPU pool's comes back to the thread that waits on it). In the browser a panic
 /// aborts its thread, and the page hears of it on the crash channel.
+async fn caught<T>(step: impl Future<Output = Result<T, SessionError>>) -> Result<T, SessionError> {
+    match CatchPanic(Box::pin(step)).await {
+        Ok(done) => done,
+        Err(panic) => Err(SessionError::Panicked(panic)),
+    }
+}
+
 struct CatchPanic<F>(Pin<Box<F>>);
 
 impl<F: Future> Future for CatchPanic<F> {
@@ -200,36 +224,21 @@ impl<F: Future> Future for CatchPanic<F> {
     }
 }
 
-/// The run's end, with a fine-tune's judgement when the run was one.
-async fn judged(
-    net: Net,
-    outcome: Outcome,
-    data: &RunData,
-    before: Option<Measured>,
-) -> Result<Ended, SessionError> {
-    let fine_tuned = match (data, before) {
-        (RunData::Own(own), Some(before)) => {
-            let after = judge(&net, own).await?;
-            let held_out = &own.data.test;
-            let changed = changed(held_out, &before.held_out, &after.held_out);
-            let images: Vec<u8> = changed
-                .iter()
-                .flat_map(|c| held_out.image(c.index))
-                .copied()
-                .collect();
-            Some(FineTuned {
-                before,
-                after,
-                changed,
-                changed_images: Payload::from(images),
-            })
-        }
-        _ => None,
-    };
-    Ok(Ended {
-        net,
-        outcome,
-        fine_tuned,
+/// What a fine-tune on `own` changed: `net` judged after it, against the model `before`.
+async fn judged(net: &Net, own: &OwnRun, before: Measured) -> Result<FineTuned, SessionError> {
+    let after = judge(net, own).await?;
+    let held_out = &own.data.test;
+    let changed = changed(held_out, &before.held_out, &after.held_out);
+    let images: Vec<u8> = changed
+        .iter()
+        .flat_map(|c| held_out.image(c.index))
+        .copied()
+        .collect();
+    Ok(FineTuned {
+        before,
+        after,
+        changed,
+        changed_images: Payload::from(images),
     })
 }
 

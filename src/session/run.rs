@@ -140,7 +140,8 @@ impl<H: Host> Session<H> {
         ended
     }
 
-    /// The run's model made the current one: how the run ended.
+    /// The run's model made the current one: how the run ended, or why its fine-tune could not
+    /// be judged.
     fn keep(
         &self,
         ended: Ended,
@@ -154,6 +155,7 @@ impl<H: Host> Session<H> {
         } = ended;
         let weights = Payload::from(to_safetensors(&net)?);
         self.state.borrow_mut().model = Some(Rc::new(Model { net, kind }));
+        let fine_tuned = fine_tuned.transpose()?;
         Ok(RunEnded {
             outcome,
             weights,

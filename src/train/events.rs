@@ -161,9 +161,7 @@ impl TrainEvent {
                 "The GPU was lost ({reason}). Training goes on on the CPU ({cpu_threads}) from \
                  step {resumed_at_step}, the last checkpoint."
             )),
-            Self::Diverged(divergence) => Some(format!(
-                "Training {divergence}. Try a smaller learning rate."
-            )),
+            Self::Diverged(divergence) => Some(format!("Training {divergence}.")),
             Self::BestKept {
                 epoch,
                 on,
@@ -321,8 +319,7 @@ mod tests {
         });
         assert_eq!(
             diverged.log_line().unwrap(),
-            "Training diverged at epoch 1, step 7 (lr 10): the loss is NaN. Try a smaller \
-             learning rate."
+            "Training diverged at epoch 1, step 7 (lr 10): the loss is NaN."
         );
         assert_eq!(
             TrainEvent::Paused { step: 5 }.log_line().unwrap(),

@@ -27,17 +27,46 @@ fn listed() -> Vec<(String, &'static str)> {
     modules
 }
 
-/// The top-level modules `source` names through `crate::`, its tests left out.
+/// The top-level modules `source` names through `crate::` (`crate::{a, b::c}` too), its tests
+/// left out.
 fn used(source: &str) -> BTreeSet<String> {
     let code = source.split("#[cfg(test)]\nmod tests").next().unwrap();
+    let name = |text: &str| {
+        let text = text.trim_start();
+        let end = text
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(text.len());
+        text[..end].to_string()
+    };
     code.match_indices("crate::")
-        .map(|(at, _)| {
+        .flat_map(|(at, _)| {
             let rest = &code[at + "crate::".len()..];
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            rest[..end].to_string()
+            match rest.strip_prefix('{') {
+                // Each path of the group, by its first name; a nested group's own paths are
+                // below a name already taken.
+                Some(group) => {
+                    let (mut names, mut depth, mut start) = (Vec::new(), 0, 0);
+                    for (i, c) in group.char_indices() {
+                        match c {
+                            '{' => depth += 1,
+                            '}' if depth == 0 => {
+                                names.push(name(&group[start..i]));
+                                break;
+                            }
+                            '}' => depth -= 1,
+                            ',' if depth == 0 => {
+                                names.push(name(&group[start..i]));
+                                start = i + 1;
+                            }
+                            _ => {}
+                        }
+                    }
+                    names
+                }
+                None => vec![name(rest)],
+            }
         })
+        .filter(|name| !name.is_empty())
         .collect()
 }
 
@@ -170,10 +199,16 @@ fn a_module_reaching_up_or_closing_a_circle_is_caught() {
 
 #[test]
 fn the_modules_a_file_names_are_read_without_its_tests() {
-    let used = used(
-        "use crate::session::Session;\nfn f() { crate::cli::main(); }\n#[cfg(test)]\nmod tests {\n    use crate::page::x;\n}\n",
+    let used = used(concat!(
+        "use crate::session::Session;\n",
+        "use crate::{data::{Mnist, x}, model};\n",
+        "fn f() { crate::cli::main(); }\n",
+        "#[cfg(test)]\nmod tests {\n    use crate::page::x;\n}\n",
+    ));
+    assert_eq!(
+        used.into_iter().collect::<Vec<_>>(),
+        ["cli", "data", "model", "session"]
     );
-    assert_eq!(used.into_iter().collect::<Vec<_>>(), ["cli", "session"]);
 }
 
 /// The `[patch.crates-io]` lines of a Cargo.toml, as "crate = folder" with the folder's path

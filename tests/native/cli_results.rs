@@ -233,7 +233,7 @@ fn a_panic_in_a_cpu_pool_thread_ends_the_run_with_its_message() {
         "{said}"
     );
     // What the run did before the fault is kept: its metrics to step 11, and the checkpoint
-    // of step 10 to go on from.
+    // of step 11 to go on from.
     let metrics = metrics(&out);
     let steps: Vec<u64> = metrics["losses"]
         .as_array()
