@@ -108,14 +108,15 @@ pub(super) fn show(id: Option<String>, metrics: Rc<RefCell<RunMetrics>>) {
 }
 
 /// Both charts again, for the shown run: the runs selected or the way they are drawn changed.
-/// Before any run, the axes follow `form`'s settings. A redraw asked while one is under way may
-/// draw a chart once more; each draw is whole.
-pub fn redraw(form: TrainConfig) {
+/// Before any run, the axes follow the settings `form` reads (only then: a click that ticks
+/// many runs redraws as often). A redraw asked while one is under way may draw a chart once
+/// more; each draw is whole.
+pub fn redraw(form: impl FnOnce() -> TrainConfig) {
     let shown = SHOWN.with(|shown| shown.borrow().clone());
     let (id, metrics) = match shown {
         Some(shown) => shown,
         None => {
-            let config = form;
+            let config = form();
             (
                 None,
                 Rc::new(RefCell::new(RunMetrics::new(config, String::new()))),

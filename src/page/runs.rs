@@ -132,7 +132,7 @@ fn find(id: &str) -> Option<RunRecord> {
 fn change(change: impl FnOnce(&mut Kept)) {
     KEPT.with(|kept| change(&mut kept.borrow_mut()));
     render();
-    charts::redraw(form_config().unwrap_or_default());
+    charts::redraw(|| form_config().unwrap_or_default());
 }
 
 /// What a click on the table asks, by the `data-action` of what was clicked and the `data-id`
@@ -211,7 +211,7 @@ async fn rename(run: RunRecord) -> Result<(), PageError> {
     };
     run_store::put(&renamed, None).await?;
     show(renamed);
-    charts::redraw(form_config().unwrap_or_default());
+    charts::redraw(|| form_config().unwrap_or_default());
     Ok(())
 }
 
@@ -306,7 +306,7 @@ pub fn wire() {
         dom::on(id, event, |_| {
             read_options();
             charts::set_overlay(overlay());
-            charts::redraw(form_config().unwrap_or_default());
+            charts::redraw(|| form_config().unwrap_or_default());
         });
     }
     dom::on("import-run", "change", |_| {
