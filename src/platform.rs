@@ -154,6 +154,10 @@ pub fn fresh_gpu(_lost: usize) -> Option<burn::tensor::wgpu::WgpuOptions> {
     None
 }
 
+/// Whether wgpu can list the machine's adapters and a run can take a thread per device:
+/// natively, not in the browser.
+pub const LISTS_ADAPTERS: bool = cfg!(not(target_arch = "wasm32"));
+
 /// What [`process_memory_bytes`] measures, for the user.
 #[cfg(not(target_arch = "wasm32"))]
 pub const PROCESS_MEMORY: &str = "RSS";

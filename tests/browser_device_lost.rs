@@ -111,14 +111,15 @@ fn resumed(events: &[TrainEvent]) -> usize {
         .unwrap_or_else(|| panic!("no DeviceLost event: {events:?}"));
     let TrainEvent::DeviceLost {
         resumed_at_step,
-        ref cpu_threads,
+        ref goes_on,
         ..
     } = events[lost]
     else {
         unreachable!()
     };
     // The threads the run goes on with, as the backend line says them.
-    assert_eq!(*cpu_threads, webtrain::platform::cpu_threads().to_string());
+    let threads = webtrain::platform::cpu_threads();
+    assert_eq!(*goes_on, format!("the CPU ({threads})"));
     let steps: Vec<usize> = events[lost..]
         .iter()
         .filter_map(|e| match e {

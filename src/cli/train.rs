@@ -47,11 +47,8 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let train_len = data.mnist().train.len_within(config.train_limit);
     let backend = args.run.setup.backend;
     let prepared = pollster::block_on(prepare(&config, start, data, backend))?;
-    let device = prepared.device.to_string();
-    println!(
-        "Backend: {} ({})",
-        prepared.device.adapter, prepared.device.reason
-    );
+    let device = prepared.devices.to_string();
+    println!("Backend: {}", prepared.devices.described());
     let (folder, metrics) = folder_and_metrics(&args, position, &config, device)?;
     let path = folder.path().to_path_buf();
     let control = TrainControl::default();
@@ -79,7 +76,9 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
 fn asked_start(args: &TrainArgs) -> Result<(TrainConfig, RunStart), CliError> {
     let settings = &args.run.settings;
     if let Some(path) = &args.resume {
-        if let Some(name) = settings.given().find(|&name| name != "epochs") {
+        // More epochs extend the run; other devices train the same run.
+        let changes_the_run = |name: &&str| !["epochs", "devices"].contains(name);
+        if let Some(name) = settings.given().find(changes_the_run) {
             return Err(CliError::ResumeWith(name));
         }
         let mut checkpoint = load_checkpoint(path)?;

@@ -2,12 +2,14 @@
 //! bounds. Each setting's name, help and parser are `settings`'s table.
 
 mod choices;
+mod devices;
 pub mod settings;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 pub use choices::{Freeze, ModelKind, OptimizerKind, ScheduleKind, StepUnit, StopOn, Switch};
+pub use devices::{DeviceList, DeviceName, MAX_DEVICES};
 
 /// Far past any learning rate that trains; still finite, so a divergence is reported as one.
 pub const MAX_LR: f64 = 1e6;
@@ -44,6 +46,10 @@ pub enum ConfigError {
         max: usize,
         value: usize,
     },
+    #[error(
+        "a batch of {batch} cannot be split over {devices} devices: each needs a sample at least"
+    )]
+    BatchUnderDevices { batch: usize, devices: usize },
     #[error("{name} must be {expected}, got '{value}'")]
     NotANumber {
         name: &'static str,
@@ -84,6 +90,8 @@ pub struct TrainConfig {
     /// digits so that fine-tuning on them does not forget MNIST.
     pub mix_mnist: f64,
     pub augment: AugmentConfig,
+    /// The devices each batch is split over (natively): the curve is the same however many.
+    pub devices: DeviceList,
 }
 
 /// How the learning rate moves over the run (src/train/schedule.rs has the formulas).
@@ -180,6 +188,7 @@ impl Default for TrainConfig {
             freeze: Freeze::Nothing,
             mix_mnist: 0.0,
             augment: AugmentConfig::default(),
+            devices: DeviceList::Auto,
         }
     }
 }
@@ -215,9 +224,15 @@ impl TrainConfig {
                 MAX_EPOCHS,
             ),
         ];
-        match maxima.into_iter().find(|(_, value, max)| value > max) {
-            Some((name, value, max)) => Err(ConfigError::TooLarge { name, max, value }),
-            None => Ok(()),
+        if let Some((name, value, max)) = maxima.into_iter().find(|(_, value, max)| value > max) {
+            return Err(ConfigError::TooLarge { name, max, value });
+        }
+        match self.devices.named_len() {
+            Some(devices) if devices > self.batch_size => Err(ConfigError::BatchUnderDevices {
+                batch: self.batch_size,
+                devices,
+            }),
+            _ => Ok(()),
         }
     }
 

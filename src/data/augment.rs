@@ -111,7 +111,22 @@ impl Augmenter {
     /// `step`.
     pub fn apply(&self, images: Tensor<4>, step: usize) -> Tensor<4> {
         let n = images.dims()[0];
-        self.transform(images, &draws(&self.ranges, self.seed, step, n))
+        self.apply_part(images, step, 0, n)
+    }
+
+    /// `images` [n, 1, 28, 28], normalised: the samples from `offset` on of the run's step
+    /// `step`, whose batch holds `batch`, under their transforms. Each sample's transform is
+    /// its place in the batch's, however the batch is split over devices.
+    pub fn apply_part(
+        &self,
+        images: Tensor<4>,
+        step: usize,
+        offset: usize,
+        batch: usize,
+    ) -> Tensor<4> {
+        let n = images.dims()[0];
+        let all = draws(&self.ranges, self.seed, step, batch);
+        self.transform(images, &all[offset..offset + n])
     }
 
     /// `images` [n, 1, 28, 28], normalised, each under its transform: bilinear, blank beyond

@@ -106,7 +106,8 @@ fn step_phases(config: &TrainConfig, split: &MnistSplit, repeats: usize) -> Vec<
         };
         let MnistBatch { images, targets } = batcher.batch(split, indices);
         lap(0);
-        let loss = cross_entropy(net.forward(images), targets, &constants);
+        let batch = targets.dims()[0];
+        let loss = cross_entropy(net.forward(images), targets, &constants, batch);
         lap(1);
         let grads = GradientsParams::from_grads(loss.backward.backward(), &net);
         lap(2);

@@ -57,8 +57,8 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             }
             false
         }
-        TrainEvent::DeviceLost { cpu_threads, .. } => {
-            set_text("backend", &format!("CPU, {cpu_threads} — the GPU was lost"));
+        TrainEvent::DeviceLost { goes_on, .. } => {
+            set_text("backend", &format!("{goes_on} — the GPU was lost"));
             show_error(&event.log_line().unwrap_or_default());
             true
         }

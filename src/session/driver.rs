@@ -17,7 +17,7 @@ use crate::config::TrainConfig;
 use crate::data::Mnist;
 use crate::data::batcher::MnistBatcher;
 use crate::data::own_digits::OwnRun;
-use crate::device::{BackendChoice, TrainDevice, select_device};
+use crate::device::{BackendChoice, TrainDevices, select_devices};
 use crate::model::{Net, NetConfig};
 use crate::platform::panic_message;
 use crate::train::checkpoint::Checkpoint;
@@ -65,7 +65,8 @@ impl RunData {
 /// A run about to go: its device, where it starts and, on one's own digits, its model judged
 /// before.
 pub struct Prepared {
-    pub device: TrainDevice,
+    /// The devices each batch is split over; the first holds the model.
+    pub devices: TrainDevices,
     config: TrainConfig,
     start: Begin,
     data: RunData,
@@ -95,7 +96,8 @@ pub struct Ended {
     pub fine_tuned: Option<Result<FineTuned, SessionError>>,
 }
 
-/// Chooses `backend`'s device for a run of `config`, checks that its batch fits there, makes
+/// Chooses the devices `config` names (`backend`'s one by default) for a run of `config`,
+/// checks that its batch fits there, makes
 /// the fresh model where the run starts fresh, and judges the starting model on one's own
 /// digits.
 pub async fn prepare(
@@ -117,11 +119,11 @@ async fn make_ready(
         RunStart::Checkpoint(checkpoint) => checkpoint.config.clone(),
         _ => config.clone(),
     };
-    let device = select_device(backend).await?;
-    device.check_batch(config.model, config.batch_size)?;
+    let devices = select_devices(&config.devices, backend).await?;
+    devices.check_batch(config.model, config.batch_size)?;
     let start = match start {
         RunStart::Fresh => Begin::Weights(Box::new(
-            NetConfig::from(config.model).init(&device.device, config.seed),
+            NetConfig::from(config.model).init(&devices.main().device, config.seed),
         )),
         RunStart::Weights(net) => Begin::Weights(net),
         RunStart::Checkpoint(checkpoint) => Begin::Checkpoint(checkpoint),
@@ -134,7 +136,7 @@ async fn make_ready(
         _ => None,
     };
     Ok(Prepared {
-        device,
+        devices,
         config,
         start,
         data,
@@ -153,7 +155,7 @@ impl Prepared {
         mut on_event: impl FnMut(TrainEvent),
     ) -> Driven {
         let Self {
-            device,
+            devices,
             config,
             start,
             data,
@@ -165,14 +167,14 @@ impl Prepared {
             }
             on_event(event);
         };
-        let (mnist, device) = (data.mnist(), &device.device);
+        let (mnist, devices) = (data.mnist(), &devices.devices());
         let trained = caught(async {
             let trained = match start {
                 Begin::Checkpoint(checkpoint) => {
-                    resume(&checkpoint, mnist, device, control, each).await
+                    resume(&checkpoint, mnist, devices, control, each).await
                 }
                 Begin::Weights(net) => {
-                    train_from(*net, &config, mnist, device, control, each).await
+                    train_from(*net, &config, mnist, devices, control, each).await
                 }
             }?;
             let net = to_cpu(&trained.model, config.model).await?;

@@ -113,7 +113,7 @@ impl<H: Host> Session<H> {
             // A warm-up going shares the device: the run starts with what it has built.
             self.stop_warm_up().await;
             let prepared = prepare(&config, start, data, backend).await?;
-            let record = self.host.record(&config, &prepared.device.to_string())?;
+            let record = self.host.record(&config, &prepared.devices.to_string())?;
             Ok::<_, SessionError>((prepared, record))
         }
         .await;
@@ -122,7 +122,7 @@ impl<H: Host> Session<H> {
         self.state.borrow_mut().run = Some(Run {
             control: control.clone(),
             config: config.clone(),
-            device: prepared.device.to_string(),
+            device: prepared.devices.to_string(),
             history: Vec::new(),
             followers: vec![Follower { events, end: None }],
         });

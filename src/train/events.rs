@@ -119,12 +119,14 @@ pub enum TrainEvent {
     /// checkpoint is written as its own file.
     #[serde(skip)]
     Checkpoint(Arc<Checkpoint>),
-    /// The GPU was lost; the run goes on on the CPU backend from the last checkpoint.
+    /// A GPU was lost; the run goes on from the last checkpoint on the devices left, or on the
+    /// CPU backend when none is.
     DeviceLost {
         reason: String,
         resumed_at_step: usize,
-        /// The CPU backend's threads, as the backend line says them ("2 threads").
-        cpu_threads: String,
+        /// Where the run goes on, as the log says it: "the CPU (2 threads)", or "2 devices
+        /// (cpu, gpu:1)".
+        goes_on: String,
     },
     Diverged(Divergence),
     /// With early stopping on, at the end of the run: the model kept is this epoch's.
@@ -156,10 +158,10 @@ impl TrainEvent {
             Self::DeviceLost {
                 reason,
                 resumed_at_step,
-                cpu_threads,
+                goes_on,
             } => Some(format!(
-                "The GPU was lost ({reason}). Training goes on on the CPU ({cpu_threads}) from \
-                 step {resumed_at_step}, the last checkpoint."
+                "The GPU was lost ({reason}). Training goes on on {goes_on} from step \
+                 {resumed_at_step}, the last checkpoint."
             )),
             Self::Diverged(divergence) => Some(format!("Training {divergence}.")),
             Self::BestKept {
@@ -293,7 +295,7 @@ mod tests {
         let lost = TrainEvent::DeviceLost {
             reason: "device removed".into(),
             resumed_at_step: 40,
-            cpu_threads: "2 threads".into(),
+            goes_on: "the CPU (2 threads)".into(),
         };
         assert_eq!(
             lost.log_line().unwrap(),

@@ -62,16 +62,18 @@ pub async fn train(
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
+    let devices = std::slice::from_ref(device);
     let model = NetConfig::from(config.model).init(device, config.seed);
-    train_from(model, config, data, device, control, on_event).await
+    train_from(model, config, data, devices, control, on_event).await
 }
 
-/// Trains `model` (given weights, e.g. loaded from a file) as `config` says on `device`.
+/// Trains `model` (given weights, e.g. loaded from a file) as `config` says, each batch split
+/// over `devices` (the first holds the model).
 pub async fn train_from(
     model: Net,
     config: &TrainConfig,
     data: &Mnist,
-    device: &Device,
+    devices: &[Device],
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
@@ -81,34 +83,36 @@ pub async fn train_from(
         position: Position::START,
         early_stop: EarlyStopState::default(),
     };
-    run(start, config, data, device, control, on_event).await
+    run(start, config, data, devices, control, on_event).await
 }
 
-/// Goes on with the run a checkpoint was taken from, on `device`, as if it had never stopped.
+/// Goes on with the run a checkpoint was taken from, each batch split over `devices`, as if it
+/// had never stopped.
 pub async fn resume(
     checkpoint: &Checkpoint,
     data: &Mnist,
-    device: &Device,
+    devices: &[Device],
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
     checkpoint.check_position(data.train.len_within(checkpoint.config.train_limit))?;
-    let (model, optimizer) = checkpoint.restore(device)?;
+    let (model, optimizer) = checkpoint.restore(&devices[0])?;
     let start = Start {
         model,
         optimizer,
         position: checkpoint.position,
         early_stop: checkpoint.early_stop.clone(),
     };
-    run(start, &checkpoint.config, data, device, control, on_event).await
+    run(start, &checkpoint.config, data, devices, control, on_event).await
 }
 
-/// Trains from `start`; if the GPU is lost, goes on on the CPU backend from the last checkpoint.
+/// Trains from `start`; if a GPU is lost, goes on from the last checkpoint on the devices
+/// that still answer, or on the CPU backend when none does.
 async fn run(
     start: Start,
     config: &TrainConfig,
     data: &Mnist,
-    device: &Device,
+    devices: &[Device],
     control: &TrainControl,
     mut on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
@@ -131,30 +135,56 @@ async fn run(
         &start.early_stop,
     )
     .await?;
-    let (run_loop, model) = RunLoop::new(start, config, data, device);
-    let attempt = run_loop.run(model, control, &mut on_event, &mut last).await;
-    // The CPU backend has no device to lose: once on it, a run ends as it ends.
-    let cpu = Device::flex();
-    let Err(TrainError::DeviceLost(reason)) = &attempt else {
-        return attempt;
-    };
-    if *device == cpu {
-        return attempt;
+    let mut devices = devices.to_vec();
+    let mut start = start;
+    loop {
+        let (run_loop, model) = RunLoop::new(start, &last.config, data, &devices);
+        let attempt = run_loop.run(model, control, &mut on_event, &mut last).await;
+        let Err(TrainError::DeviceLost(reason)) = &attempt else {
+            return attempt;
+        };
+        // The CPU backend has no device to lose: once on it alone, a run ends as it ends.
+        let cpu = Device::flex();
+        if devices.iter().all(|device| *device == cpu) {
+            return attempt;
+        }
+        devices = devices_left(devices).await;
+        on_event(TrainEvent::DeviceLost {
+            reason: reason.clone(),
+            resumed_at_step: last.position.step,
+            goes_on: goes_on(&devices),
+        });
+        let (model, optimizer) = last.restore(&devices[0])?;
+        start = Start {
+            model,
+            optimizer,
+            position: last.position,
+            early_stop: last.early_stop.clone(),
+        };
     }
-    on_event(TrainEvent::DeviceLost {
-        reason: reason.clone(),
-        resumed_at_step: last.position.step,
-        cpu_threads: crate::platform::cpu_threads().to_string(),
-    });
-    let (model, optimizer) = last.restore(&cpu)?;
-    let start = Start {
-        model,
-        optimizer,
-        position: last.position,
-        early_stop: last.early_stop.clone(),
-    };
-    // The checkpoint's settings: the learning rate may have changed since the start.
-    let config = last.config.clone();
-    let (run_loop, model) = RunLoop::new(start, &config, data, &cpu);
-    run_loop.run(model, control, &mut on_event, &mut last).await
+}
+
+/// The devices of `devices` that still answer, or the CPU backend when none does.
+async fn devices_left(devices: Vec<Device>) -> Vec<Device> {
+    let mut left = Vec::new();
+    for device in devices {
+        if crate::device::answers(&device).await {
+            left.push(device);
+        }
+    }
+    match left.is_empty() {
+        true => vec![Device::flex()],
+        false => left,
+    }
+}
+
+/// Where a run goes on, for its log: "the CPU (2 threads)", or "2 devices".
+fn goes_on(devices: &[Device]) -> String {
+    match devices {
+        [device] if *device == Device::flex() => {
+            format!("the CPU ({})", crate::platform::cpu_threads())
+        }
+        [_] => "the device left".to_string(),
+        _ => format!("the {} devices left", devices.len()),
+    }
 }

@@ -53,16 +53,18 @@ enum Next {
 }
 
 impl<'a> RunLoop<'a> {
-    /// The loop from `start`, and the model it trains: `start`'s, on `device`.
+    /// The loop from `start`, and the model it trains: `start`'s, on the first of `devices`,
+    /// over which each batch is split.
     pub(super) fn new(
         start: Start,
         config: &TrainConfig,
         data: &'a Mnist,
-        device: &'a Device,
+        devices: &'a [Device],
     ) -> (Self, Net) {
+        let device = &devices[0];
         let epoch_len = data.train.len_within(config.train_limit);
         let stepper =
-            Stepper::new(device, &data.train, epoch_len).augmented(&config.augment, config.seed);
+            Stepper::over(devices, &data.train, epoch_len).augmented(&config.augment, config.seed);
         let model = stepper.trainable(start.model);
         let reads_are_free = *device == Device::flex();
         let run = Self {

@@ -2,7 +2,9 @@
 //! PyTorch takes the same steps on batches of its choosing.
 
 use burn::module::{ModuleMapper, Param};
-use burn::optim::GradientsParams;
+use std::ops::Range;
+
+use burn::optim::{GradientsAccumulator, GradientsParams};
 use burn::prelude::*;
 
 use crate::config::AugmentConfig;
@@ -14,9 +16,16 @@ use crate::model::CLASSES;
 use crate::model::{Net, channels_last_memory};
 use crate::train::optimizer::{Optimizer, Rates};
 
-/// Takes training steps on one device, on samples of one split: the batch built there,
-/// cross-entropy, its gradients, the optimizer's update.
+/// Takes training steps on samples of one split: each batch split into a shard per device,
+/// each shard's cross-entropy and gradients on its device at once (a thread each), their sum
+/// on the first device, and the optimizer's update there. On one device, one shard: the batch.
 pub struct Stepper<'a> {
+    /// The first holds the model; each other a replica that takes its weights every step.
+    shards: Vec<Shard<'a>>,
+}
+
+/// One device's part of each step.
+struct Shard<'a> {
     autodiff: Device,
     split: &'a MnistSplit,
     batcher: MnistBatcher,
@@ -55,9 +64,31 @@ impl ModuleMapper for TrackGradients {
     }
 }
 
-impl<'a> Stepper<'a> {
-    /// A stepper on `device` for the first `len` samples of `split`, unaugmented.
-    pub fn new(device: &Device, split: &'a MnistSplit, len: usize) -> Self {
+/// The ranges of a batch of `len` that `shards` devices take, in order: sizes differ by one at
+/// most, the larger first.
+pub fn shard_ranges(len: usize, shards: usize) -> Vec<Range<usize>> {
+    let (base, extra) = (len / shards, len % shards);
+    let mut start = 0;
+    (0..shards)
+        .map(|shard| {
+            let size = base + usize::from(shard < extra);
+            start += size;
+            start - size..start
+        })
+        .collect()
+}
+
+/// A shard's place in its step: the run's step, where its samples sit in the batch, and the
+/// batch's size, which its loss is the mean over.
+#[derive(Clone, Copy)]
+struct ShardPlace {
+    step: usize,
+    offset: usize,
+    batch: usize,
+}
+
+impl<'a> Shard<'a> {
+    fn new(device: &Device, split: &'a MnistSplit, len: usize) -> Self {
         let autodiff = device.clone().autodiff();
         let batcher = MnistBatcher::new(autodiff.clone());
         let resident =
@@ -72,21 +103,64 @@ impl<'a> Stepper<'a> {
         }
     }
 
+    fn trainable(&self, model: Net) -> Net {
+        model.fork(&self.autodiff).map(&mut TrackGradients)
+    }
+
+    /// The gradients of the batch's mean loss that this shard's samples, `indices`, make up,
+    /// and their figures.
+    fn gradients(
+        &self,
+        model: &Net,
+        indices: &[usize],
+        place: ShardPlace,
+    ) -> (GradientsParams, StepStats) {
+        let MnistBatch { images, targets } = match &self.resident {
+            Some(resident) => resident.batch(&self.batcher, self.split, indices),
+            None => self.batcher.batch(self.split, indices),
+        };
+        let images = match &self.augmenter {
+            Some(augmenter) => augmenter.apply_part(images, place.step, place.offset, place.batch),
+            None => images,
+        };
+        let loss = cross_entropy(model.forward(images), targets, &self.loss, place.batch);
+        let grads = GradientsParams::from_grads(loss.backward.backward(), model);
+        (grads, loss.stats)
+    }
+}
+
+impl<'a> Stepper<'a> {
+    /// A stepper on `device` for the first `len` samples of `split`, unaugmented.
+    pub fn new(device: &Device, split: &'a MnistSplit, len: usize) -> Self {
+        Self::over(std::slice::from_ref(device), split, len)
+    }
+
+    /// A stepper that splits each batch over `devices` (at least one; the first holds the
+    /// model), for the first `len` samples of `split`, unaugmented.
+    pub fn over(devices: &[Device], split: &'a MnistSplit, len: usize) -> Self {
+        let shards = devices.iter().map(|device| Shard::new(device, split, len));
+        Self {
+            shards: shards.collect(),
+        }
+    }
+
     /// Each batch's images transformed as `ranges` say (when on), drawn from `seed`.
     pub fn augmented(mut self, ranges: &AugmentConfig, seed: u64) -> Self {
-        self.augmenter = Augmenter::new(ranges, seed, &self.autodiff);
+        for shard in &mut self.shards {
+            shard.augmenter = Augmenter::new(ranges, seed, &shard.autodiff);
+        }
         self
     }
 
-    /// `model`'s weights on this stepper's device, ready to be trained.
+    /// `model`'s weights on this stepper's first device, ready to be trained.
     pub fn trainable(&self, model: Net) -> Net {
-        model.fork(&self.autodiff).map(&mut TrackGradients)
+        self.shards[0].trainable(model)
     }
 
     /// The run's step `step` (counted from 0, which draws its augmentation) of `model` (from
     /// [`Self::trainable`]) on the samples at `indices` (each below the length the stepper was
     /// made with) at `rates`: the updated model, and the batch's figures before the update,
-    /// left on the device.
+    /// left on the first device.
     pub fn step(
         &self,
         model: Net,
@@ -95,18 +169,69 @@ impl<'a> Stepper<'a> {
         step: usize,
         indices: &[usize],
     ) -> (Net, StepStats) {
-        let MnistBatch { images, targets } = match &self.resident {
-            Some(resident) => resident.batch(&self.batcher, self.split, indices),
-            None => self.batcher.batch(self.split, indices),
+        let (grads, stats) = match self.shards.as_slice() {
+            [alone] => {
+                let place = ShardPlace {
+                    step,
+                    offset: 0,
+                    batch: indices.len(),
+                };
+                alone.gradients(&model, indices, place)
+            }
+            _ => self.sharded_gradients(&model, step, indices),
         };
-        let images = match &self.augmenter {
-            Some(augmenter) => augmenter.apply(images, step),
-            None => images,
-        };
-        let loss = cross_entropy(model.forward(images), targets, &self.loss);
-        let grads = GradientsParams::from_grads(loss.backward.backward(), &model);
         let model = optimizer.step(rates, model, grads);
-        (model, loss.stats)
+        (model, stats)
+    }
+
+    /// The batch's gradients as the sum of its shards', each taken on its device by a thread
+    /// of its own, the first's on this one; the figures of the whole batch, in its order.
+    fn sharded_gradients(
+        &self,
+        model: &Net,
+        step: usize,
+        indices: &[usize],
+    ) -> (GradientsParams, StepStats) {
+        let ranges = shard_ranges(indices.len(), self.shards.len());
+        let place = |range: &Range<usize>| ShardPlace {
+            step,
+            offset: range.start,
+            batch: indices.len(),
+        };
+        let main = &self.shards[0];
+        std::thread::scope(|scope| {
+            let replicas: Vec<_> = self.shards[1..]
+                .iter()
+                .zip(&ranges[1..])
+                .map(|(shard, range)| {
+                    let (weights, part, place) =
+                        (model.valid(), &indices[range.clone()], place(range));
+                    scope.spawn(move || {
+                        let replica = shard.trainable(weights);
+                        let (grads, stats) = shard.gradients(&replica, part, place);
+                        (grads.to_device(&main.autodiff, &replica), stats)
+                    })
+                })
+                .collect();
+            let (grads, stats) =
+                main.gradients(model, &indices[ranges[0].clone()], place(&ranges[0]));
+            let mut sum = GradientsAccumulator::<Net>::new();
+            sum.accumulate(model, grads);
+            let (mut losses, mut right) = (vec![stats.losses], vec![stats.right]);
+            for replica in replicas {
+                let (grads, stats) = replica
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+                sum.accumulate(model, grads);
+                losses.push(stats.losses.to_device(&main.autodiff));
+                right.push(stats.right.to_device(&main.autodiff));
+            }
+            let stats = StepStats {
+                losses: Tensor::cat(losses, 0),
+                right: Tensor::cat(right, 0),
+            };
+            (sum.grads(), stats)
+        })
     }
 }
 
@@ -119,7 +244,8 @@ pub(crate) struct CrossEntropy {
 }
 
 /// Cross-entropy of `logits` [batch, classes] against `targets` [batch], as PyTorch's
-/// `CrossEntropyLoss` computes it (whose mean over the batch is [`StepStats::loss`]):
+/// `CrossEntropyLoss` computes it (whose mean over the batch is [`StepStats::loss`]), with the
+/// gradient of the mean over `mean_over` samples: the batch's, of which `logits` may be a shard:
 /// log Σ exp(logits) − the target's logit, by sample.
 ///
 /// The gradient is given in closed form rather than left to autodiff, which differentiates
@@ -129,6 +255,7 @@ pub(crate) fn cross_entropy(
     logits: Tensor<2>,
     targets: Tensor<1, Int>,
     constants: &LossConstants,
+    mean_over: usize,
 ) -> CrossEntropy {
     let [batch, _] = logits.dims();
     let targets = targets.reshape([batch, 1]);
@@ -149,7 +276,7 @@ pub(crate) fn cross_entropy(
     let losses = (log_sum - shifted.clone()) * one_hot.clone(); // [batch, classes]
     let right = one_hot.clone().mask_fill(shifted.lower_elem(0.0), 0.0); // [batch, classes]
     let softmax = exp / sum;
-    let gradient = (softmax - one_hot).div_scalar(batch as f64);
+    let gradient = (softmax - one_hot).div_scalar(mean_over as f64);
     CrossEntropy {
         stats: StepStats { losses, right },
         backward: logits * gradient,
@@ -203,8 +330,13 @@ mod tests {
         let classes = Tensor::<1, Int>::arange(0..3, &device)
             .float()
             .reshape([1, 3]);
-        let stats =
-            cross_entropy(logits.clone(), targets.clone(), &LossConstants { classes }).stats;
+        let stats = cross_entropy(
+            logits.clone(),
+            targets.clone(),
+            &LossConstants { classes },
+            4,
+        )
+        .stats;
         let burns = CrossEntropyLossConfig::new()
             .init(&device)
             .forward(logits, targets);
@@ -258,7 +390,7 @@ mod tests {
         };
         let constants = LossConstants::new(&device);
         let ours =
-            gradient_of(&|logits| cross_entropy(logits, targets.clone(), &constants).backward);
+            gradient_of(&|logits| cross_entropy(logits, targets.clone(), &constants, 7).backward);
         let burns = gradient_of(&|logits| {
             let loss = CrossEntropyLossConfig::new()
                 .init(&device)

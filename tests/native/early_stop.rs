@@ -101,7 +101,7 @@ fn a_run_that_stops_improving_ends_and_keeps_its_best_epochs_model() {
     let resumed = pollster::block_on(resume(
         &checkpoint,
         &data,
-        &Device::flex(),
+        &[Device::flex()],
         &control,
         recorder(&mut again),
     ))

@@ -37,7 +37,7 @@ fn frozen_convolutions_keep_their_weights_to_the_bit_while_the_rest_trains() {
         start,
         &config,
         &common::mnist(),
-        &device,
+        std::slice::from_ref(&device),
         &TrainControl::default(),
         |_| {},
     ))

@@ -19,6 +19,7 @@ mod cli_results;
 mod cli_schedules;
 mod compare;
 mod cubecl_kernels;
+mod data_parallel;
 mod early_stop;
 mod fine_tune;
 mod flex_kernels;

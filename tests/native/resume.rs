@@ -115,7 +115,7 @@ fn resumed_run(checkpoint: &Checkpoint) -> Result<(Record, Trained), TrainError>
     let trained = pollster::block_on(resume(
         checkpoint,
         &common::mnist(),
-        &Device::flex(),
+        &[Device::flex()],
         &TrainControl::default(),
         |e| record.event(e),
     ))?;

@@ -30,7 +30,7 @@ fn limit(name: &'static str, value: &str) -> Result<Option<usize>, ConfigError> 
 const COUNT: &str = "a whole number";
 
 /// Every setting of [`TrainConfig`], in the order the CLI's help and the page's form show them.
-pub static SETTINGS: [Setting; 28] = [
+pub static SETTINGS: [Setting; 29] = [
     Setting {
         name: "model",
         always_written: true,
@@ -308,6 +308,17 @@ pub static SETTINGS: [Setting; 28] = [
         get: |c| c.augment.shift.to_string(),
         set: |c, v| {
             c.augment.shift = number("shift", "a number", v)?;
+            Ok(())
+        },
+    },
+    Setting {
+        name: "devices",
+        always_written: false,
+        help: "Split each batch over these devices, natively: auto (one), all (every hardware \
+               GPU), or a list such as gpu:0,gpu:1 or cpu,gpu",
+        get: |c| c.devices.to_string(),
+        set: |c, v| {
+            c.devices = v.parse()?;
             Ok(())
         },
     },

@@ -13,6 +13,10 @@ use crate::config::ModelKind;
 use crate::model::NetConfig;
 use crate::platform::{CpuThreads, cpu_threads};
 
+mod list;
+
+pub use list::{HardwareGpu, TrainDevices, hardware_gpus, select_devices};
+
 /// What the user asked for.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -38,6 +42,23 @@ pub enum DeviceError {
     UnknownBackend(String),
     #[error("no GPU available: {0}")]
     NoGpu(String),
+    #[error(
+        "a batch of {batch} cannot be split over {devices} devices: each needs a sample at least"
+    )]
+    BatchUnderDevices { batch: usize, devices: usize },
+    #[error("there is no gpu:{index} here; this machine has: {here}")]
+    NoSuchGpu { index: usize, here: String },
+    #[error("--devices all trains on every hardware GPU, and this machine has none ({0})")]
+    NoHardwareGpu(String),
+    #[error(
+        "--backend {backend} and --devices {devices} both choose the devices: give one of them"
+    )]
+    BackendWithDevices {
+        backend: BackendChoice,
+        devices: String,
+    },
+    #[error("this engine trains on one device: a list of devices needs the native program")]
+    OneDeviceHere,
     #[error(
         "a batch of {batch} is too large for this GPU: {model}'s largest tensor would take more \
          than the {limit_mib} MiB one buffer can hold; the largest batch that fits is {largest}"
@@ -120,7 +141,7 @@ fn cache() -> std::sync::MutexGuard<'static, GpuCache> {
 
 /// Whether the device still answers: a device lost while idle (a driver reset, a GPU process
 /// that crashed, the tab's device destroyed) fails its next read.
-async fn answers(device: &Device) -> bool {
+pub async fn answers(device: &Device) -> bool {
     Tensor::<1>::from_floats([1.0], device)
         .into_data_async()
         .await
