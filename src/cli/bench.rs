@@ -5,8 +5,6 @@ use crate::measure::bench;
 use crate::measure::op_profile::cpu_profile;
 
 use crate::config::TrainConfig;
-use crate::data::Mnist;
-use crate::device::TrainDevice;
 
 use super::{CliError, RunArgs, load};
 
@@ -37,11 +35,13 @@ pub struct BenchArgs {
 }
 
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
-    let (config, data, device) = prepare(&args.run)?;
+    let config = args.run.settings.apply(TrainConfig::default())?;
+    let (data, devices) = load(&args.run.setup, &config)?;
+    let device = devices.main();
     let throughput = pollster::block_on(bench::throughput(
         &config,
         &data,
-        &device.device,
+        &devices.devices(),
         args.warmup,
         args.steps,
         args.repeats,
@@ -50,7 +50,7 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         Some(target) => Some(pollster::block_on(bench::time_to_accuracy(
             &config,
             &data,
-            &device.device,
+            &devices.devices(),
             target,
         ))?),
         None => None,
@@ -77,6 +77,7 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     let report = serde_json::json!({
         "adapter": device.adapter,
         "reason": device.reason,
+        "devices": devices.all().iter().map(|d| d.adapter.clone()).collect::<Vec<_>>(),
         "cores": std::thread::available_parallelism().map_or(1, |n| n.get()),
         "model": config.model,
         "throughput": throughput,
@@ -86,12 +87,4 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     });
     println!("{report}");
     Ok(())
-}
-
-/// The validated settings, the data and the device of a run, or why there is none.
-fn prepare(args: &RunArgs) -> Result<(TrainConfig, Mnist, TrainDevice), CliError> {
-    let config = args.settings.apply(TrainConfig::default())?;
-    let (data, device) = load(&args.setup)?;
-    device.check_batch(config.model, config.batch_size)?;
-    Ok((config, data, device))
 }

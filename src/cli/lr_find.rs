@@ -40,19 +40,19 @@ pub fn run_lr_find(args: LrFindArgs) -> Result<(), CliError> {
         steps: args.steps,
     };
     range.validate().map_err(crate::train::TrainError::from)?;
-    let (data, device) = load(&args.run.setup)?;
-    device.check_batch(config.model, config.batch_size)?;
-    println!("Backend: {} ({})", device.adapter, device.reason);
+    let (data, devices) = load(&args.run.setup, &config)?;
+    println!("Backend: {}", devices.described());
+    let main = &devices.main().device;
     let model = match &args.init {
-        Some(path) => load_weights(path, config.model, &device.device)?,
-        None => NetConfig::from(config.model).init(&device.device, config.seed),
+        Some(path) => load_weights(path, config.model, main)?,
+        None => NetConfig::from(config.model).init(main, config.seed),
     };
     let finding = pollster::block_on(find_lr(
         &model,
         &config,
         range,
         &data,
-        &device.device,
+        &devices.devices(),
         &TrainControl::default(),
         |point| {
             // Every tenth step, as the curve is drawn.

@@ -19,7 +19,7 @@ use clap::{Parser, Subcommand};
 use crate::config::{ModelKind, TrainConfig};
 use crate::data::Mnist;
 use crate::data::batcher::MnistBatcher;
-use crate::device::{BackendChoice, TrainDevice, select_device};
+use crate::device::{BackendChoice, TrainDevices, select_devices};
 use crate::model::Net;
 use crate::native::run_folder;
 use crate::train::checkpoint::Checkpoint;
@@ -102,10 +102,12 @@ struct EvalArgs {
 }
 
 /// MNIST and the chosen device.
-fn load(setup: &SetupArgs) -> Result<(Mnist, TrainDevice), CliError> {
+/// MNIST, and the devices `config` names, checked to hold its batch.
+fn load(setup: &SetupArgs, config: &TrainConfig) -> Result<(Mnist, TrainDevices), CliError> {
     let data = Mnist::load_dir(&setup.data)?;
-    let device = pollster::block_on(select_device(setup.backend))?;
-    Ok((data, device))
+    let devices = pollster::block_on(select_devices(&config.devices, setup.backend))?;
+    devices.check_batch(config.model, config.batch_size)?;
+    Ok((data, devices))
 }
 
 /// The bytes of `path`, read no further than `limit` and one byte more.
@@ -145,7 +147,8 @@ fn load_checkpoint(path: &Path) -> Result<Checkpoint, CliError> {
 
 fn run_eval(args: EvalArgs) -> Result<(), CliError> {
     let settings = args.settings.apply(TrainConfig::default())?;
-    let (data, device) = load(&args.setup)?;
+    let (data, devices) = load(&args.setup, &settings)?;
+    let device = devices.main();
     let model = load_weights(&args.weights, settings.model, &device.device)?;
     let len = data.test.len_within(settings.test_limit);
     let batcher = MnistBatcher::new(device.device.clone());

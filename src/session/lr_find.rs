@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use super::protocol::FindLr;
 use super::{Host, Session, SessionError};
-use crate::device::select_device;
+use crate::device::select_devices;
 use crate::model::NetConfig;
 use crate::train::TrainControl;
 use crate::train::lr_find::{LrFinding, LrPoint, find_lr};
@@ -33,11 +33,11 @@ impl<H: Host> Session<H> {
         self.state.borrow_mut().starting = Some(control.clone());
         let found = async {
             self.stop_warm_up().await;
-            let device = select_device(backend).await?;
-            device.check_batch(config.model, config.batch_size)?;
+            let devices = select_devices(&config.devices, backend).await?;
+            devices.check_batch(config.model, config.batch_size)?;
             let model = match start {
                 Some(net) => net,
-                None => NetConfig::from(config.model).init(&device.device, config.seed),
+                None => NetConfig::from(config.model).init(&devices.main().device, config.seed),
             };
             let on_point = |point: &LrPoint| progress(*point);
             Ok(find_lr(
@@ -45,7 +45,7 @@ impl<H: Host> Session<H> {
                 &config,
                 range,
                 &data,
-                &device.device,
+                &devices.devices(),
                 &control,
                 on_point,
             )

@@ -114,7 +114,7 @@ pub async fn find_lr(
     config: &TrainConfig,
     range: LrRange,
     data: &Mnist,
-    device: &Device,
+    devices: &[Device],
     control: &TrainControl,
     mut on_point: impl FnMut(&LrPoint),
 ) -> Result<LrFinding, TrainError> {
@@ -126,7 +126,7 @@ pub async fn find_lr(
     }
     // Augmented as the run would be: the range test measures the run's landscape.
     let stepper =
-        Stepper::new(device, &data.train, epoch_len).augmented(&config.augment, config.seed);
+        Stepper::over(devices, &data.train, epoch_len).augmented(&config.augment, config.seed);
     // Off the autodiff graph first: a model fresh from a run is on it.
     let mut copy = stepper.trainable(model.valid());
     let mut optimizer = Optimizer::new(config);

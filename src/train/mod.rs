@@ -62,8 +62,26 @@ pub async fn train(
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
-    let devices = std::slice::from_ref(device);
-    let model = NetConfig::from(config.model).init(device, config.seed);
+    train_on(
+        config,
+        data,
+        std::slice::from_ref(device),
+        control,
+        on_event,
+    )
+    .await
+}
+
+/// Trains a fresh model as `config` says, each batch split over `devices` (the first holds
+/// the model).
+pub async fn train_on(
+    config: &TrainConfig,
+    data: &Mnist,
+    devices: &[Device],
+    control: &TrainControl,
+    on_event: impl FnMut(TrainEvent),
+) -> Result<Trained, TrainError> {
+    let model = NetConfig::from(config.model).init(&devices[0], config.seed);
     train_from(model, config, data, devices, control, on_event).await
 }
 

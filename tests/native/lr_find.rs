@@ -56,7 +56,7 @@ fn leaves_the_model_and_optimizer_as_they_were(backend: BackendChoice) {
         &config,
         range,
         &data,
-        &device,
+        std::slice::from_ref(&device),
         &control,
         |_| {},
     ))

@@ -15,6 +15,7 @@ mod architecture;
 mod augment;
 mod binary;
 mod cli;
+mod cli_devices;
 mod cli_results;
 mod cli_schedules;
 mod compare;
