@@ -10,6 +10,8 @@
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
 #   scripts/setup.sh soak      the benchmark's npm packages only
 #   scripts/setup.sh fuzz      cargo-fuzz
+#   scripts/setup.sh mpi       Debian's Open MPI (openmpi-bin, libopenmpi-dev) and libclang, which
+#                              the mpi crate's bindings are generated with: the `mpi` feature
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -42,6 +44,23 @@ setup_trunk() {
   # --locked: a newer cssparser breaks lightningcss, trunk's CSS minifier.
   has_version trunk "$TRUNK_VERSION" ||
     cargo install --locked --target-dir "$tools_target" trunk --version "$TRUNK_VERSION"
+}
+
+# Installs the Debian packages named, where any is missing.
+apt_install() {
+  local missing=()
+  for package in "$@"; do
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "ok installed" || missing+=("$package")
+  done
+  [ ${#missing[@]} -eq 0 ] && return
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  "${sudo[@]}" apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+}
+
+setup_mpi() {
+  apt_install openmpi-bin libopenmpi-dev libclang-dev
 }
 
 setup_browser() {
@@ -87,6 +106,7 @@ for what in "$@"; do
     bench) setup_bench ;;
     soak) setup_soak ;;
     fuzz) setup_fuzz ;;
+    mpi) setup_mpi ;;
     *) echo "setup.sh: unknown component '$what'" >&2; exit 2 ;;
   esac
 done

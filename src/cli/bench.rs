@@ -5,6 +5,7 @@ use crate::measure::bench;
 use crate::measure::op_profile::cpu_profile;
 
 use crate::config::TrainConfig;
+use crate::train::Placement;
 
 use super::{CliError, RunArgs, load};
 
@@ -38,10 +39,11 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     let config = args.run.settings.apply(TrainConfig::default())?;
     let (data, devices) = load(&args.run.setup, &config)?;
     let device = devices.main();
+    let on = devices.devices();
     let throughput = pollster::block_on(bench::throughput(
         &config,
         &data,
-        &devices.devices(),
+        Placement::on(&on),
         args.warmup,
         args.steps,
         args.repeats,
@@ -50,7 +52,7 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         Some(target) => Some(pollster::block_on(bench::time_to_accuracy(
             &config,
             &data,
-            &devices.devices(),
+            Placement::on(&on),
             target,
         ))?),
         None => None,

@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use crate::chart::lr_find::{render_svg, short};
 use crate::config::TrainConfig;
 use crate::model::NetConfig;
-use crate::train::TrainControl;
 use crate::train::lr_find::{LrRange, SUGGESTION_RULE, find_lr};
+use crate::train::{Placement, TrainControl};
 
 use super::{CliError, RunArgs, load, load_weights, write_svg};
 
@@ -52,7 +52,7 @@ pub fn run_lr_find(args: LrFindArgs) -> Result<(), CliError> {
         &config,
         range,
         &data,
-        &devices.devices(),
+        Placement::on(&devices.devices()),
         &TrainControl::default(),
         |point| {
             // Every tenth step, as the curve is drawn.

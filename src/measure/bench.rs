@@ -9,7 +9,7 @@ use thiserror::Error;
 use crate::config::TrainConfig;
 use crate::data::Mnist;
 use crate::measure::kernel_profile::{KernelProfile, KernelWatch};
-use crate::train::{TrainControl, TrainError, TrainEvent, train, train_on};
+use crate::train::{Placement, TrainControl, TrainError, TrainEvent, train, train_on};
 
 #[derive(Debug, Error)]
 pub enum BenchError {
@@ -60,7 +60,7 @@ fn windowed(
 pub async fn throughput(
     config: &TrainConfig,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     warmup: usize,
     steps: usize,
     repeats: usize,
@@ -77,7 +77,7 @@ pub async fn throughput(
     }
     let control = TrainControl::default();
     let mut marks = Vec::with_capacity(repeats + 1);
-    train_on(&config, data, devices, &control, |event| {
+    train_on(&config, data, placement, &control, |event| {
         if let TrainEvent::Step(step) = event
             && step.loss.is_some()
             && step.batch >= first
@@ -161,13 +161,13 @@ pub struct TimeToAccuracy {
 pub async fn time_to_accuracy(
     config: &TrainConfig,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     target: f64,
 ) -> Result<TimeToAccuracy, BenchError> {
     let control = TrainControl::default();
     let mut training_secs = 0.0;
     let mut epochs = Vec::new();
-    train_on(config, data, devices, &control, |event| match event {
+    train_on(config, data, placement, &control, |event| match event {
         TrainEvent::Step(step) => training_secs = step.training_secs,
         TrainEvent::Epoch(report) => {
             if report.accuracy() >= target {

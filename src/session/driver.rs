@@ -22,7 +22,9 @@ use crate::model::{Net, NetConfig};
 use crate::platform::panic_message;
 use crate::train::checkpoint::Checkpoint;
 use crate::train::fine_tune::{Measured, changed, measure};
-use crate::train::{Outcome, TrainControl, TrainEvent, resume, train_from};
+use crate::train::{
+    Outcome, Placement, ProcessGroup, TrainControl, TrainEvent, resume, train_from,
+};
 use crate::weights::to_cpu;
 
 /// What records a run as it goes (natively: its folder's files).
@@ -71,6 +73,8 @@ pub struct Prepared {
     start: Begin,
     data: RunData,
     before: Option<Measured>,
+    /// The other processes of a run that spans several.
+    group: Option<Rc<dyn ProcessGroup>>,
 }
 
 /// Where a prepared run starts: a fresh start's weights are made by then.
@@ -141,10 +145,19 @@ async fn make_ready(
         start,
         data,
         before,
+        group: None,
     })
 }
 
 impl Prepared {
+    /// The run as one of the processes of `group`, each taking its share of every batch.
+    pub fn in_group(self, group: Rc<dyn ProcessGroup>) -> Self {
+        Self {
+            group: Some(group),
+            ..self
+        }
+    }
+
     /// Trains, telling `record` and then `on_event` of each event. The recorder writes what
     /// the run did whatever ended it; a run that ended with a model (completed, stopped, early
     /// stopped or diverged) returns it, with a fine-tune's judgement.
@@ -160,6 +173,7 @@ impl Prepared {
             start,
             data,
             before,
+            group,
         } = self;
         let each = |event: TrainEvent| {
             if let Some(record) = record.as_mut() {
@@ -167,14 +181,18 @@ impl Prepared {
             }
             on_event(event);
         };
-        let (mnist, devices) = (data.mnist(), &devices.devices());
+        let (mnist, devices) = (data.mnist(), devices.devices());
+        let placement = Placement {
+            devices: &devices,
+            group: group.as_deref(),
+        };
         let trained = caught(async {
             let trained = match start {
                 Begin::Checkpoint(checkpoint) => {
-                    resume(&checkpoint, mnist, devices, control, each).await
+                    resume(&checkpoint, mnist, placement, control, each).await
                 }
                 Begin::Weights(net) => {
-                    train_from(*net, &config, mnist, devices, control, each).await
+                    train_from(*net, &config, mnist, placement, control, each).await
                 }
             }?;
             let net = to_cpu(&trained.model, config.model).await?;

@@ -7,8 +7,8 @@ use super::protocol::FindLr;
 use super::{Host, Session, SessionError};
 use crate::device::select_devices;
 use crate::model::NetConfig;
-use crate::train::TrainControl;
 use crate::train::lr_find::{LrFinding, LrPoint, find_lr};
+use crate::train::{Placement, TrainControl};
 
 impl<H: Host> Session<H> {
     pub(super) async fn find_lr(
@@ -45,7 +45,7 @@ impl<H: Host> Session<H> {
                 &config,
                 range,
                 &data,
-                &devices.devices(),
+                Placement::on(&devices.devices()),
                 &control,
                 on_point,
             )

@@ -15,6 +15,11 @@ pub enum TrainError {
     EmptyData(&'static str),
     #[error("reading results back from the device failed: {0}")]
     Readback(String),
+    #[error(
+        "the processes' weights drifted apart at epoch {epoch}: rank {rank}'s differ from rank \
+         0's (other settings or other data)"
+    )]
+    Drifted { epoch: usize, rank: usize },
     #[error("the GPU was lost: {0}")]
     DeviceLost(String),
     #[error(transparent)]

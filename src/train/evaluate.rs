@@ -1,5 +1,7 @@
 //! The test set's evaluation after each epoch.
 
+use std::ops::Range;
+
 use burn::nn::loss::CrossEntropyLossConfig;
 use burn::prelude::*;
 
@@ -24,9 +26,34 @@ pub async fn evaluate(
     if len == 0 {
         return Err(TrainError::EmptyData("test"));
     }
+    evaluate_range(model, split, 0..len, batcher, epoch).await
+}
+
+/// [`evaluate`] on the samples of `split` within `range` (one process's share of the test
+/// set), which may be empty.
+pub async fn evaluate_range(
+    model: &Net,
+    split: &MnistSplit,
+    range: Range<usize>,
+    batcher: &MnistBatcher,
+    epoch: usize,
+) -> Result<EpochReport, TrainError> {
+    let len = range.len();
+    let mut confusion = [[0; CLASSES]; CLASSES];
+    if len == 0 {
+        let confusion = Box::new(confusion);
+        let (test_loss, correct, total) = (0.0, 0, 0);
+        return Ok(EpochReport {
+            epoch,
+            test_loss,
+            correct,
+            total,
+            confusion,
+        });
+    }
     let model = model.valid();
     let loss_fn = CrossEntropyLossConfig::new().init(batcher.device());
-    let indices: Vec<usize> = (0..len).collect();
+    let indices: Vec<usize> = range.collect();
     let (mut losses, mut predictions) = (Vec::new(), Vec::new());
     for chunk in indices.chunks(EVAL_BATCH) {
         let MnistBatch { images, targets } = batcher.batch(split, chunk);
@@ -37,8 +64,7 @@ pub async fn evaluate(
     }
     let loss_sum: f32 = read_scalar(Tensor::cat(losses, 0).sum()).await?;
     let predictions: Vec<i64> = read_values(Tensor::cat(predictions, 0)).await?;
-    let mut confusion = [[0; CLASSES]; CLASSES];
-    for (index, &predicted) in predictions.iter().enumerate() {
+    for (&index, &predicted) in indices.iter().zip(&predictions) {
         let row = &mut confusion[usize::from(split.label(index))];
         row[(predicted as usize).min(CLASSES - 1)] += 1;
     }

@@ -13,6 +13,7 @@ use crate::data::batcher::epoch_order;
 use crate::model::Net;
 use crate::platform;
 use crate::readback::read_scalar;
+use crate::train::group::Placement;
 use crate::train::optimizer::{Optimizer, Rates};
 use crate::train::schedule;
 use crate::train::step::Stepper;
@@ -114,7 +115,7 @@ pub async fn find_lr(
     config: &TrainConfig,
     range: LrRange,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     control: &TrainControl,
     mut on_point: impl FnMut(&LrPoint),
 ) -> Result<LrFinding, TrainError> {
@@ -126,7 +127,7 @@ pub async fn find_lr(
     }
     // Augmented as the run would be: the range test measures the run's landscape.
     let stepper =
-        Stepper::over(devices, &data.train, epoch_len).augmented(&config.augment, config.seed);
+        Stepper::over(placement, &data.train, epoch_len).augmented(&config.augment, config.seed);
     // Off the autodiff graph first: a model fresh from a run is on it.
     let mut copy = stepper.trainable(model.valid());
     let mut optimizer = Optimizer::new(config);

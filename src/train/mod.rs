@@ -10,6 +10,7 @@ mod error;
 mod evaluate;
 mod events;
 pub mod fine_tune;
+pub mod group;
 pub mod interval;
 pub mod lr_find;
 pub mod optimizer;
@@ -31,8 +32,9 @@ use run_loop::RunLoop;
 
 pub use control::TrainControl;
 pub use error::TrainError;
-pub use evaluate::evaluate;
+pub use evaluate::{evaluate, evaluate_range};
 pub use events::{Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent};
+pub use group::{Placement, ProcessGroup};
 
 /// The model after a run, whichever way the run ended; after a divergence, the last weights
 /// whose loss was finite, so they can still be saved. With early stopping on, the best epoch's
@@ -62,14 +64,8 @@ pub async fn train(
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
-    train_on(
-        config,
-        data,
-        std::slice::from_ref(device),
-        control,
-        on_event,
-    )
-    .await
+    let placement = Placement::on(std::slice::from_ref(device));
+    train_on(config, data, placement, control, on_event).await
 }
 
 /// Trains a fresh model as `config` says, each batch split over `devices` (the first holds
@@ -77,12 +73,12 @@ pub async fn train(
 pub async fn train_on(
     config: &TrainConfig,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
-    let model = NetConfig::from(config.model).init(&devices[0], config.seed);
-    train_from(model, config, data, devices, control, on_event).await
+    let model = NetConfig::from(config.model).init(placement.main(), config.seed);
+    train_from(model, config, data, placement, control, on_event).await
 }
 
 /// Trains `model` (given weights, e.g. loaded from a file) as `config` says, each batch split
@@ -91,7 +87,7 @@ pub async fn train_from(
     model: Net,
     config: &TrainConfig,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
@@ -101,7 +97,7 @@ pub async fn train_from(
         position: Position::START,
         early_stop: EarlyStopState::default(),
     };
-    run(start, config, data, devices, control, on_event).await
+    run(start, config, data, placement, control, on_event).await
 }
 
 /// Goes on with the run a checkpoint was taken from, each batch split over `devices`, as if it
@@ -109,19 +105,27 @@ pub async fn train_from(
 pub async fn resume(
     checkpoint: &Checkpoint,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     control: &TrainControl,
     on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
     checkpoint.check_position(data.train.len_within(checkpoint.config.train_limit))?;
-    let (model, optimizer) = checkpoint.restore(&devices[0])?;
+    let (model, optimizer) = checkpoint.restore(placement.main())?;
     let start = Start {
         model,
         optimizer,
         position: checkpoint.position,
         early_stop: checkpoint.early_stop.clone(),
     };
-    run(start, &checkpoint.config, data, devices, control, on_event).await
+    run(
+        start,
+        &checkpoint.config,
+        data,
+        placement,
+        control,
+        on_event,
+    )
+    .await
 }
 
 /// Trains from `start`; if a GPU is lost, goes on from the last checkpoint on the devices
@@ -130,7 +134,7 @@ async fn run(
     start: Start,
     config: &TrainConfig,
     data: &Mnist,
-    devices: &[Device],
+    placement: Placement<'_>,
     control: &TrainControl,
     mut on_event: impl FnMut(TrainEvent),
 ) -> Result<Trained, TrainError> {
@@ -153,17 +157,22 @@ async fn run(
         &start.early_stop,
     )
     .await?;
-    let mut devices = devices.to_vec();
+    let mut devices = placement.devices.to_vec();
     let mut start = start;
     loop {
-        let (run_loop, model) = RunLoop::new(start, &last.config, data, &devices);
+        let placement = Placement {
+            devices: &devices,
+            ..placement
+        };
+        let (run_loop, model) = RunLoop::new(start, &last.config, data, placement);
         let attempt = run_loop.run(model, control, &mut on_event, &mut last).await;
         let Err(TrainError::DeviceLost(reason)) = &attempt else {
             return attempt;
         };
-        // The CPU backend has no device to lose: once on it alone, a run ends as it ends.
+        // The CPU backend has no device to lose: once on it alone, a run ends as it ends. The
+        // processes of a run that spans several go on together or not at all.
         let cpu = Device::flex();
-        if devices.iter().all(|device| *device == cpu) {
+        if devices.iter().all(|device| *device == cpu) || placement.group.is_some() {
             return attempt;
         }
         devices = devices_left(devices).await;

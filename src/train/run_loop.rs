@@ -9,6 +9,7 @@ use web_time::{Duration, Instant};
 use super::checkpoint::{Checkpoint, Position};
 use super::early_stop::{EarlyStopState, Verdict};
 use super::end::End;
+use super::group::{Placement, ProcessGroup, check_in_step, sum_reports};
 use super::interval::IntervalMeter;
 use super::optimizer::Optimizer;
 use super::optimizer::Rates;
@@ -16,7 +17,7 @@ use super::schedule;
 use super::step::Stepper;
 use super::{
     Divergence, MemoryReport, Outcome, Start, StepReport, TrainControl, TrainError, TrainEvent,
-    Trained, evaluate,
+    Trained, evaluate, evaluate_range,
 };
 use crate::config::TrainConfig;
 use crate::data::Mnist;
@@ -32,6 +33,8 @@ pub(super) struct RunLoop<'a> {
     config: TrainConfig,
     data: &'a Mnist,
     device: &'a Device,
+    /// The other processes of a run that spans several.
+    group: Option<&'a dyn ProcessGroup>,
     stepper: Stepper<'a>,
     optim: Optimizer,
     early: EarlyStopState,
@@ -49,6 +52,8 @@ pub(super) struct RunLoop<'a> {
 /// What a step leaves the loop to do.
 enum Next {
     Train(Net),
+    /// A process of the run was asked to stop: all stop after the same step.
+    Stop(Net),
     End(Result<Trained, TrainError>),
 }
 
@@ -59,18 +64,19 @@ impl<'a> RunLoop<'a> {
         start: Start,
         config: &TrainConfig,
         data: &'a Mnist,
-        devices: &'a [Device],
+        placement: Placement<'a>,
     ) -> (Self, Net) {
-        let device = &devices[0];
+        let device = placement.main();
         let epoch_len = data.train.len_within(config.train_limit);
-        let stepper =
-            Stepper::over(devices, &data.train, epoch_len).augmented(&config.augment, config.seed);
+        let stepper = Stepper::over(placement, &data.train, epoch_len)
+            .augmented(&config.augment, config.seed);
         let model = stepper.trainable(start.model);
         let reads_are_free = *device == Device::flex();
         let run = Self {
             config: config.clone(),
             data,
             device,
+            group: placement.group,
             last_finite: model.clone(),
             stepper,
             optim: start.optimizer,
@@ -102,20 +108,24 @@ impl<'a> RunLoop<'a> {
                 let scheduled = self.rates().lr;
                 let mut asked = scheduled;
                 let proceed = control.between_steps(self.position.step + 1, &mut asked, on_event);
-                if !proceed.await {
+                let proceed = proceed.await;
+                // The processes of a run stop together: the request travels with the step.
+                if !proceed && self.group.is_none() {
                     return self.stop(model, &order, on_event, last).await;
                 }
                 if asked != scheduled {
                     schedule::rescale(&mut self.config, asked, scheduled);
                 }
                 let step = (batch, indices, order.as_slice());
-                model = match self.step(model, step, on_event, last).await? {
+                model = match self.step(model, step, !proceed, on_event, last).await? {
                     Next::Train(model) => model,
+                    Next::Stop(model) => return self.stop(model, &order, on_event, last).await,
                     Next::End(end) => return end,
                 };
             }
             model = match self.end_epoch(model, on_event, last).await? {
                 Next::Train(model) => model,
+                Next::Stop(_) => unreachable!("an epoch's end asks no process"),
                 Next::End(end) => return end,
             };
         }
@@ -169,6 +179,7 @@ impl<'a> RunLoop<'a> {
         &mut self,
         model: Net,
         (batch, indices, order): (usize, &[usize], &[usize]),
+        stop: bool,
         on_event: &mut impl FnMut(TrainEvent),
         last: &mut Checkpoint,
     ) -> Result<Next, TrainError> {
@@ -182,9 +193,9 @@ impl<'a> RunLoop<'a> {
         // The weights this loss is computed with: kept if it is finite.
         let weights = checked.then(|| model.clone());
         let step = self.position.step;
-        let (model, stats) = self
-            .stepper
-            .step(model, &mut self.optim, rates, step, indices);
+        let (model, stats, stop) =
+            self.stepper
+                .step_agreeing(model, &mut self.optim, rates, step, indices, stop);
         self.position.step += 1;
         self.position.batch = batch + 1;
         let at_step = self.training_time + started.elapsed();
@@ -224,6 +235,9 @@ impl<'a> RunLoop<'a> {
         // the browser does between steps delays the run too.
         self.training_time += started.elapsed();
         self.position.training_secs = self.training_time.as_secs_f64();
+        if stop {
+            return Ok(Next::Stop(model));
+        }
         // The epoch's last batch is followed by its evaluation, and a checkpoint after it.
         if logged && self.position.batch < self.batches_per_epoch {
             self.checkpoint(&model, order, on_event, last).await?;
@@ -262,7 +276,16 @@ impl<'a> RunLoop<'a> {
     ) -> Result<Next, TrainError> {
         let epoch = self.position.epoch;
         let test_len = self.data.test.len_within(self.config.test_limit);
-        let report = evaluate(&model, &self.data.test, test_len, &self.test_batcher, epoch).await?;
+        let report = match self.group {
+            None => evaluate(&model, &self.data.test, test_len, &self.test_batcher, epoch).await?,
+            Some(group) => {
+                check_in_step(group, &model, epoch)?;
+                let share = self.stepper.share(test_len);
+                let part =
+                    evaluate_range(&model, &self.data.test, share, &self.test_batcher, epoch);
+                sum_reports(group, part.await?)
+            }
+        };
         let verdict = self.early.observe(&self.config.early_stop, &report);
         on_event(TrainEvent::Epoch(report));
         on_event(TrainEvent::Memory(MemoryReport::sample(epoch, self.device)));

@@ -14,6 +14,7 @@ use crate::data::batcher::{MnistBatch, MnistBatcher};
 use crate::data::resident::ResidentSplit;
 use crate::model::CLASSES;
 use crate::model::{Net, channels_last_memory};
+use crate::train::group::{Placement, sum_step};
 use crate::train::optimizer::{Optimizer, Rates};
 
 /// Takes training steps on samples of one split: each batch split into a shard per device,
@@ -22,6 +23,8 @@ use crate::train::optimizer::{Optimizer, Rates};
 pub struct Stepper<'a> {
     /// The first holds the model; each other a replica that takes its weights every step.
     shards: Vec<Shard<'a>>,
+    /// The devices, and the other processes of the run, if any.
+    placement: Placement<'a>,
 }
 
 /// One device's part of each step.
@@ -131,16 +134,19 @@ impl<'a> Shard<'a> {
 
 impl<'a> Stepper<'a> {
     /// A stepper on `device` for the first `len` samples of `split`, unaugmented.
-    pub fn new(device: &Device, split: &'a MnistSplit, len: usize) -> Self {
-        Self::over(std::slice::from_ref(device), split, len)
+    pub fn new(device: &'a Device, split: &'a MnistSplit, len: usize) -> Self {
+        Self::over(Placement::on(std::slice::from_ref(device)), split, len)
     }
 
-    /// A stepper that splits each batch over `devices` (at least one; the first holds the
-    /// model), for the first `len` samples of `split`, unaugmented.
-    pub fn over(devices: &[Device], split: &'a MnistSplit, len: usize) -> Self {
-        let shards = devices.iter().map(|device| Shard::new(device, split, len));
+    /// A stepper that takes `placement`'s share of each batch, split over its devices (the
+    /// first holds the model), for the first `len` samples of `split`, unaugmented.
+    pub fn over(placement: Placement<'a>, split: &'a MnistSplit, len: usize) -> Self {
+        let shards = placement.devices.iter();
         Self {
-            shards: shards.collect(),
+            shards: shards
+                .map(|device| Shard::new(device, split, len))
+                .collect(),
+            placement,
         }
     }
 
@@ -150,6 +156,11 @@ impl<'a> Stepper<'a> {
             shard.augmenter = Augmenter::new(ranges, seed, &shard.autodiff);
         }
         self
+    }
+
+    /// The part of a batch (or test set) of `len` that this process takes.
+    pub fn share(&self, len: usize) -> Range<usize> {
+        self.placement.share(len)
     }
 
     /// `model`'s weights on this stepper's first device, ready to be trained.
@@ -169,52 +180,78 @@ impl<'a> Stepper<'a> {
         step: usize,
         indices: &[usize],
     ) -> (Net, StepStats) {
-        let (grads, stats) = match self.shards.as_slice() {
-            [alone] => {
-                let place = ShardPlace {
-                    step,
-                    offset: 0,
-                    batch: indices.len(),
-                };
-                alone.gradients(&model, indices, place)
-            }
-            _ => self.sharded_gradients(&model, step, indices),
-        };
-        let model = optimizer.step(rates, model, grads);
+        let (model, stats, _) = self.step_agreeing(model, optimizer, rates, step, indices, false);
         (model, stats)
     }
 
-    /// The batch's gradients as the sum of its shards', each taken on its device by a thread
-    /// of its own, the first's on this one; the figures of the whole batch, in its order.
-    fn sharded_gradients(
+    /// [`Self::step`], `stop` saying whether this process was asked to stop: true after the
+    /// step if any process of the run was, so that all stop after the same step.
+    pub(super) fn step_agreeing(
+        &self,
+        model: Net,
+        optimizer: &mut Optimizer,
+        rates: Rates,
+        step: usize,
+        indices: &[usize],
+        stop: bool,
+    ) -> (Net, StepStats, bool) {
+        let share = self.placement.share(indices.len());
+        let (grads, stats) = self.gradients(&model, step, indices, share.clone());
+        let (grads, stats, stop) = match (self.placement.group, stats) {
+            (Some(group), stats) => {
+                let at = (share, indices.len());
+                sum_step(group, &model, grads, stats, at, stop)
+            }
+            (None, Some(stats)) => (grads, stats, stop),
+            (None, None) => unreachable!("a process alone takes the whole batch"),
+        };
+        let model = optimizer.step(rates, model, grads);
+        (model, stats, stop)
+    }
+
+    /// The gradients of the batch's mean loss that this process's `share` of `indices` makes
+    /// up, as the sum of its shards', each taken on its device by a thread of its own (the
+    /// first's on this one); that share's figures, in the batch's order. None for a share of
+    /// nothing (a process beyond an epoch's last, short batch).
+    fn gradients(
         &self,
         model: &Net,
         step: usize,
         indices: &[usize],
-    ) -> (GradientsParams, StepStats) {
-        let ranges = shard_ranges(indices.len(), self.shards.len());
+        share: Range<usize>,
+    ) -> (GradientsParams, Option<StepStats>) {
+        let part = &indices[share.clone()];
+        // A short batch leaves the devices past its length idle.
+        let shards = &self.shards[..self.shards.len().min(part.len())];
+        let ranges = shard_ranges(part.len(), shards.len().max(1));
         let place = |range: &Range<usize>| ShardPlace {
             step,
-            offset: range.start,
+            offset: share.start + range.start,
             batch: indices.len(),
         };
-        let main = &self.shards[0];
+        let (main, replicas) = match shards {
+            [] => return (GradientsParams::new(), None),
+            [main, replicas @ ..] => (main, replicas),
+        };
+        if replicas.is_empty() {
+            let (grads, stats) = main.gradients(model, part, place(&ranges[0]));
+            return (grads, Some(stats));
+        }
         std::thread::scope(|scope| {
-            let replicas: Vec<_> = self.shards[1..]
+            let replicas: Vec<_> = replicas
                 .iter()
                 .zip(&ranges[1..])
                 .map(|(shard, range)| {
-                    let (weights, part, place) =
-                        (model.valid(), &indices[range.clone()], place(range));
+                    let (weights, samples, place) =
+                        (model.valid(), &part[range.clone()], place(range));
                     scope.spawn(move || {
                         let replica = shard.trainable(weights);
-                        let (grads, stats) = shard.gradients(&replica, part, place);
+                        let (grads, stats) = shard.gradients(&replica, samples, place);
                         (grads.to_device(&main.autodiff, &replica), stats)
                     })
                 })
                 .collect();
-            let (grads, stats) =
-                main.gradients(model, &indices[ranges[0].clone()], place(&ranges[0]));
+            let (grads, stats) = main.gradients(model, &part[ranges[0].clone()], place(&ranges[0]));
             let mut sum = GradientsAccumulator::<Net>::new();
             sum.accumulate(model, grads);
             let (mut losses, mut right) = (vec![stats.losses], vec![stats.right]);
@@ -230,7 +267,7 @@ impl<'a> Stepper<'a> {
                 losses: Tensor::cat(losses, 0),
                 right: Tensor::cat(right, 0),
             };
-            (sum.grads(), stats)
+            (sum.grads(), Some(stats))
         })
     }
 }

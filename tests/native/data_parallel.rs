@@ -8,7 +8,7 @@ use webtrain::config::{AugmentConfig, ModelKind, TrainConfig};
 use webtrain::device::{BackendChoice, select_device};
 use webtrain::model::NetConfig;
 use webtrain::train::checkpoint::read_weights;
-use webtrain::train::{Outcome, TrainControl, TrainEvent, train_from};
+use webtrain::train::{Outcome, Placement, TrainControl, TrainEvent, train_from};
 
 /// Each step's loss, and the weights after the run, flattened by parameter name.
 fn run(config: &TrainConfig, devices: &[Device]) -> (Vec<f32>, Vec<(String, Vec<f32>)>) {
@@ -19,7 +19,7 @@ fn run(config: &TrainConfig, devices: &[Device]) -> (Vec<f32>, Vec<(String, Vec<
         model,
         config,
         &data,
-        devices,
+        Placement::on(devices),
         &TrainControl::default(),
         |event| {
             if let TrainEvent::Step(step) = event {

@@ -12,7 +12,7 @@ use webtrain::data::batcher::MnistBatcher;
 use webtrain::model::Net;
 use webtrain::train::checkpoint::Checkpoint;
 use webtrain::train::{
-    EpochReport, Outcome, TrainControl, TrainEvent, Trained, evaluate, resume, train,
+    EpochReport, Outcome, Placement, TrainControl, TrainEvent, Trained, evaluate, resume, train,
 };
 
 /// Far too low a rate: the test loss moves by less than `min_delta` an epoch.
@@ -101,7 +101,7 @@ fn a_run_that_stops_improving_ends_and_keeps_its_best_epochs_model() {
     let resumed = pollster::block_on(resume(
         &checkpoint,
         &data,
-        &[Device::flex()],
+        Placement::on(&[Device::flex()]),
         &control,
         recorder(&mut again),
     ))

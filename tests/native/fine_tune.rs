@@ -8,7 +8,7 @@ use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::model::NetConfig;
 use webtrain::train::checkpoint::{Checkpoint, Position};
 use webtrain::train::optimizer::Optimizer;
-use webtrain::train::{Outcome, TrainControl, train_from};
+use webtrain::train::{Outcome, Placement, TrainControl, train_from};
 
 /// The weights of `model` by parameter path, read back.
 fn weights(config: &TrainConfig, model: &webtrain::model::Net) -> Checkpoint {
@@ -37,7 +37,7 @@ fn frozen_convolutions_keep_their_weights_to_the_bit_while_the_rest_trains() {
         start,
         &config,
         &common::mnist(),
-        std::slice::from_ref(&device),
+        Placement::on(std::slice::from_ref(&device)),
         &TrainControl::default(),
         |_| {},
     ))

@@ -9,11 +9,11 @@ use std::process::Command;
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::device::{BackendChoice, select_device};
 use webtrain::model::NetConfig;
-use webtrain::train::TrainControl;
 use webtrain::train::checkpoint::{Checkpoint, Position};
 use webtrain::train::lr_find::{LrRange, find_lr};
 use webtrain::train::optimizer::{Optimizer, Rates};
 use webtrain::train::step::Stepper;
+use webtrain::train::{Placement, TrainControl};
 
 /// A model a few steps into a run, with its optimizer's buffers: the range test runs on it,
 /// and its checkpoint, taken before and after, must not change by a byte.
@@ -56,7 +56,7 @@ fn leaves_the_model_and_optimizer_as_they_were(backend: BackendChoice) {
         &config,
         range,
         &data,
-        std::slice::from_ref(&device),
+        Placement::on(std::slice::from_ref(&device)),
         &control,
         |_| {},
     ))

@@ -9,7 +9,7 @@ use burn::prelude::*;
 use webtrain::config::{ModelKind, OptimizerKind, TrainConfig};
 use webtrain::train::checkpoint::{Checkpoint, CheckpointError};
 use webtrain::train::{
-    EpochReport, Outcome, TrainControl, TrainError, TrainEvent, Trained, resume, train,
+    EpochReport, Outcome, Placement, TrainControl, TrainError, TrainEvent, Trained, resume, train,
 };
 
 /// Two epochs of ten batches; the loss logged every third, so checkpoints fall mid-epoch too.
@@ -115,7 +115,7 @@ fn resumed_run(checkpoint: &Checkpoint) -> Result<(Record, Trained), TrainError>
     let trained = pollster::block_on(resume(
         checkpoint,
         &common::mnist(),
-        &[Device::flex()],
+        Placement::on(&[Device::flex()]),
         &TrainControl::default(),
         |e| record.event(e),
     ))?;
