@@ -9,6 +9,8 @@ pub mod chart; // every chart: one run, runs overlaid, the range test, the sched
 pub mod config; // every setting: its name, default, bound and parser
 pub mod data; // MNIST, one's own digits, batches, augmentation
 pub mod device; // the device a run trains on: a GPU through wgpu or WebGPU, or every core
+#[cfg(feature = "mpi")]
+pub mod distributed; // a run over several processes and machines, on MPI
 pub mod json_float; // non-finite floats in JSON
 #[cfg(feature = "measure")]
 pub mod measure; // benchmarks and profiles through the loop itself

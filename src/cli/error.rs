@@ -58,6 +58,18 @@ pub enum CliError {
         .0.replace('_', "-")
     )]
     ResumeWith(&'static str),
+    #[error(
+        "this webtrain was built without MPI: build it with `cargo build --release --features \
+         mpi`, after `scripts/setup.sh mpi` (Open MPI and libclang)"
+    )]
+    #[cfg(not(feature = "mpi"))]
+    NoMpi,
+    #[cfg(feature = "mpi")]
+    #[error(transparent)]
+    Distributed(#[from] crate::distributed::DistributedError),
+    /// Another process of a distributed run said what went wrong.
+    #[error("")]
+    SaidByAnotherRank,
     #[error("cannot catch Ctrl-C: {0}")]
     Signal(String),
     #[error(

@@ -3,6 +3,7 @@
 #[cfg(feature = "measure")]
 mod bench;
 mod compare;
+mod distributed;
 mod error;
 mod lr_find;
 mod own_data;
@@ -184,6 +185,7 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        Err(CliError::SaidByAnotherRank) => ExitCode::from(2),
         Err(error) => {
             eprintln!("webtrain: {error}");
             match error {

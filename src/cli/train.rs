@@ -11,8 +11,8 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
-use crate::session::driver::{Driven, RunStart, prepare};
-use crate::train::checkpoint::Position;
+use crate::session::driver::{Driven, Prepared, RunStart, prepare};
+use crate::train::checkpoint::{Checkpoint, Position};
 use crate::train::{Divergence, Outcome, TrainControl, TrainEvent};
 
 use super::error::INTERRUPTED_EXIT;
@@ -24,7 +24,7 @@ use crate::native::run_folder::{CHECKPOINT, RunFolder};
 #[derive(clap::Args)]
 pub struct TrainArgs {
     #[command(flatten)]
-    run: RunArgs,
+    pub(super) run: RunArgs,
     /// Where to write the run's files [default: runs/<timestamp>].
     #[arg(long)]
     out: Option<PathBuf>,
@@ -34,22 +34,42 @@ pub struct TrainArgs {
     /// Go on with the run a checkpoint.safetensors was taken from, with its settings; --epochs
     /// may extend it.
     #[arg(long, conflicts_with = "init")]
-    resume: Option<PathBuf>,
+    pub(super) resume: Option<PathBuf>,
+    /// none, or mpi: one of the processes `mpirun` starts, each taking its share of every
+    /// batch (a build with the `mpi` feature).
+    #[arg(long, default_value = "none")]
+    pub(super) distributed: Distribution,
+}
+
+/// How a run spans processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Distribution {
+    /// One process.
+    None,
+    /// The processes `mpirun` starts, on MPI.
+    Mpi,
 }
 
 pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
-    let (config, start) = asked_start(&args)?;
-    let position = match &start {
-        RunStart::Checkpoint(checkpoint) => Some(checkpoint.position),
-        _ => None,
-    };
+    if args.distributed == Distribution::Mpi {
+        return super::distributed::run_training(args);
+    }
+    let (config, start) = asked_start(&args, None)?;
     let data = own_data::load(&args.run.setup, &config)?;
-    let train_len = data.mnist().train.len_within(config.train_limit);
     let backend = args.run.setup.backend;
     let prepared = pollster::block_on(prepare(&config, start, data, backend))?;
+    drive_shown(&args, prepared)
+}
+
+/// Trains `prepared` as the terminal shows it: its progress and log, its folder written, and
+/// how it ended.
+pub(super) fn drive_shown(args: &TrainArgs, prepared: Prepared) -> Result<(), CliError> {
+    let config = prepared.config().clone();
+    let position = prepared.resumed_at();
+    let train_len = prepared.train_len();
     let device = prepared.devices.to_string();
     println!("Backend: {}", prepared.devices.described());
-    let (folder, metrics) = folder_and_metrics(&args, position, &config, device)?;
+    let (folder, metrics) = folder_and_metrics(args, position, &config, device)?;
     let path = folder.path().to_path_buf();
     let control = TrainControl::default();
     let interrupted = stop_on_interrupt(&control)?;
@@ -72,8 +92,11 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
 }
 
 /// The run the flags ask for: its settings, and where it starts (a checkpoint, weights, or
-/// fresh).
-fn asked_start(args: &TrainArgs) -> Result<(TrainConfig, RunStart), CliError> {
+/// fresh). A resumed run's checkpoint is read from its file unless it is `given`.
+pub(super) fn asked_start(
+    args: &TrainArgs,
+    given: Option<Checkpoint>,
+) -> Result<(TrainConfig, RunStart), CliError> {
     let settings = &args.run.settings;
     if let Some(path) = &args.resume {
         // More epochs extend the run; other devices train the same run.
@@ -81,7 +104,10 @@ fn asked_start(args: &TrainArgs) -> Result<(TrainConfig, RunStart), CliError> {
         if let Some(name) = settings.given().find(changes_the_run) {
             return Err(CliError::ResumeWith(name));
         }
-        let mut checkpoint = load_checkpoint(path)?;
+        let mut checkpoint = match given {
+            Some(checkpoint) => checkpoint,
+            None => load_checkpoint(path)?,
+        };
         checkpoint.config = settings.apply(checkpoint.config)?;
         let config = checkpoint.config.clone();
         return Ok((config, RunStart::Checkpoint(Box::new(checkpoint))));
@@ -235,7 +261,7 @@ impl Shown {
 
 /// Ctrl-C (or SIGTERM) stops the run at its next step, and its files are written; a second one
 /// ends the process at once.
-fn stop_on_interrupt(control: &TrainControl) -> Result<Arc<AtomicBool>, CliError> {
+pub(super) fn stop_on_interrupt(control: &TrainControl) -> Result<Arc<AtomicBool>, CliError> {
     let interrupted = Arc::new(AtomicBool::new(false));
     let (flag, control) = (interrupted.clone(), control.clone());
     ctrlc::set_handler(move || {

@@ -20,7 +20,7 @@ use crate::data::own_digits::OwnRun;
 use crate::device::{BackendChoice, TrainDevices, select_devices};
 use crate::model::{Net, NetConfig};
 use crate::platform::panic_message;
-use crate::train::checkpoint::Checkpoint;
+use crate::train::checkpoint::{Checkpoint, Position};
 use crate::train::fine_tune::{Measured, changed, measure};
 use crate::train::{
     Outcome, Placement, ProcessGroup, TrainControl, TrainEvent, resume, train_from,
@@ -150,6 +150,29 @@ async fn make_ready(
 }
 
 impl Prepared {
+    /// The run's settings: a resumed run's are its checkpoint's.
+    pub fn config(&self) -> &TrainConfig {
+        &self.config
+    }
+
+    /// Where a resumed run goes on from.
+    pub fn resumed_at(&self) -> Option<Position> {
+        match &self.start {
+            Begin::Checkpoint(checkpoint) => Some(checkpoint.position),
+            Begin::Weights(_) => None,
+        }
+    }
+
+    /// The images the run trains and tests on.
+    pub fn mnist(&self) -> &Mnist {
+        self.data.mnist()
+    }
+
+    /// The training images an epoch takes.
+    pub fn train_len(&self) -> usize {
+        self.data.mnist().train.len_within(self.config.train_limit)
+    }
+
     /// The run as one of the processes of `group`, each taking its share of every batch.
     pub fn in_group(self, group: Rc<dyn ProcessGroup>) -> Self {
         Self {
