@@ -120,3 +120,16 @@ fn a_single_device_checkpoint_resumes_split_over_two_devices() {
         serde_json::from_slice(&std::fs::read(split_out.join("metrics.json")).unwrap()).unwrap();
     assert_eq!(metrics["config"]["devices"], "cpu,cpu");
 }
+
+/// A build without the `mpi` feature says how to get one.
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn distributed_training_without_the_feature_says_how_to_build_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    assert_refused(
+        &["train", "--distributed", "mpi"],
+        &out,
+        "built without MPI: build it with `cargo build --release --features mpi`",
+    );
+}

@@ -26,6 +26,8 @@ mod fine_tune;
 mod flex_kernels;
 mod intervals;
 mod lr_find;
+#[cfg(feature = "mpi")]
+mod mpi;
 mod pytorch_parity;
 mod resume;
 mod settings;
