@@ -33,11 +33,13 @@ train: data
 # The code's format and clippy's lints first, then the tests: natively, then in headless
 # Chromium (the browser suites, threaded as the page is), then the page end to end.
 test: data
-	scripts/setup.sh trunk wasm-pack browser e2e
+	scripts/setup.sh trunk wasm-pack browser e2e mpi
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
+	cargo clippy --features mpi --all-targets -- -D warnings
 	cargo clippy --target wasm32-unknown-unknown --all-targets -- -D warnings
 	cargo test
+	cargo test --features mpi --test native mpi
 	wasm-pack test --headless --chrome
 	scripts/e2e.sh
 

@@ -14,7 +14,7 @@ use thiserror::Error;
 use crate::config::settings::SETTINGS;
 use crate::config::{DeviceList, DeviceName, TrainConfig};
 use crate::data::Mnist;
-use crate::train::ProcessGroup;
+use crate::train::group::{ProcessGroup, ReduceCost};
 
 #[derive(Debug, Error)]
 pub enum DistributedError {
@@ -31,14 +31,6 @@ pub enum DistributedError {
     OtherData { rank: usize },
     #[error("rank {rank} could not start (it said why)")]
     RankFailed { rank: usize },
-}
-
-/// What one step's all-reduce cost, summed over the steps so far.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct ReduceCost {
-    pub steps: usize,
-    pub seconds: f64,
-    pub bytes: usize,
 }
 
 /// This process's place in the run: MPI's world, kept open while the run lasts.
@@ -64,11 +56,6 @@ impl MpiGroup {
     /// does, rather than leave the others waiting for it.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
-    }
-
-    /// The all-reduce's cost so far.
-    pub fn cost(&self) -> ReduceCost {
-        self.cost.get()
     }
 
     /// This process's place among those on its machine, as Open MPI numbers them.
@@ -184,6 +171,10 @@ impl ProcessGroup for MpiGroup {
         let mut values = vec![0u64; self.size()];
         self.world.all_gather_into(&value, &mut values[..]);
         values
+    }
+
+    fn cost(&self) -> ReduceCost {
+        self.cost.get()
     }
 
     fn record(&self, seconds: f64, bytes: usize) {

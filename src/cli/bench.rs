@@ -7,6 +7,9 @@ use crate::measure::op_profile::cpu_profile;
 use crate::config::TrainConfig;
 use crate::train::Placement;
 
+use super::distributed::join;
+use super::train::Distribution;
+
 use super::{CliError, RunArgs, load};
 
 #[derive(clap::Args)]
@@ -33,6 +36,10 @@ pub struct BenchArgs {
     /// backend, whatever --backend says).
     #[arg(long)]
     ops: bool,
+    /// none, or mpi: one of the processes `mpirun` starts, each taking its share of every
+    /// batch; rank 0 prints, with what the all-reduce cost.
+    #[arg(long, default_value = "none")]
+    distributed: Distribution,
 }
 
 pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
@@ -40,20 +47,22 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
     let (data, devices) = load(&args.run.setup, &config)?;
     let device = devices.main();
     let on = devices.devices();
+    let group = join(args.distributed)?;
+    let placement = Placement {
+        devices: &on,
+        group: group.as_deref(),
+    };
     let throughput = pollster::block_on(bench::throughput(
         &config,
         &data,
-        Placement::on(&on),
+        placement,
         args.warmup,
         args.steps,
         args.repeats,
     ))?;
     let time_to_accuracy = match args.target_accuracy {
         Some(target) => Some(pollster::block_on(bench::time_to_accuracy(
-            &config,
-            &data,
-            Placement::on(&on),
-            target,
+            &config, &data, placement, target,
         ))?),
         None => None,
     };
@@ -76,6 +85,18 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         )?),
         false => None,
     };
+    let processes = group.as_ref().map(|group| {
+        let cost = group.cost();
+        let steps = cost.steps.max(1) as f64;
+        serde_json::json!({
+            "processes": group.size(),
+            "all_reduce_ms_per_step": 1000.0 * cost.seconds / steps,
+            "all_reduce_bytes_per_step": cost.bytes as f64 / steps,
+        })
+    });
+    if group.as_ref().is_some_and(|group| group.rank() != 0) {
+        return Ok(());
+    }
     let report = serde_json::json!({
         "adapter": device.adapter,
         "reason": device.reason,
@@ -86,6 +107,7 @@ pub fn run_bench(args: BenchArgs) -> Result<(), CliError> {
         "time_to_accuracy": time_to_accuracy,
         "kernels": kernels,
         "ops": ops,
+        "distributed": processes,
     });
     println!("{report}");
     Ok(())

@@ -5,13 +5,36 @@
 use super::CliError;
 use super::train::TrainArgs;
 
+use std::rc::Rc;
+
+use super::train::Distribution;
+use crate::train::ProcessGroup;
+
 #[cfg(not(feature = "mpi"))]
 pub fn run_training(_args: TrainArgs) -> Result<(), CliError> {
     Err(CliError::NoMpi)
 }
 
+/// The processes of a benchmark that spans several, or none.
+#[cfg(not(feature = "mpi"))]
+pub fn join(how: Distribution) -> Result<Option<Rc<dyn ProcessGroup>>, CliError> {
+    match how {
+        Distribution::None => Ok(None),
+        Distribution::Mpi => Err(CliError::NoMpi),
+    }
+}
+
 #[cfg(feature = "mpi")]
 pub use with_mpi::run_training;
+
+/// The processes of a benchmark that spans several, or none.
+#[cfg(feature = "mpi")]
+pub fn join(how: Distribution) -> Result<Option<Rc<dyn ProcessGroup>>, CliError> {
+    match how {
+        Distribution::None => Ok(None),
+        Distribution::Mpi => Ok(Some(Rc::new(crate::distributed::MpiGroup::join()?))),
+    }
+}
 
 #[cfg(feature = "mpi")]
 mod with_mpi {

@@ -68,6 +68,7 @@ pub enum CliError {
     #[error(transparent)]
     Distributed(#[from] crate::distributed::DistributedError),
     /// Another process of a distributed run said what went wrong.
+    #[cfg(feature = "mpi")]
     #[error("")]
     SaidByAnotherRank,
     #[error("cannot catch Ctrl-C: {0}")]

@@ -185,6 +185,7 @@ pub fn main() -> ExitCode {
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
+        #[cfg(feature = "mpi")]
         Err(CliError::SaidByAnotherRank) => ExitCode::from(2),
         Err(error) => {
             eprintln!("webtrain: {error}");

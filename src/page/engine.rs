@@ -21,11 +21,14 @@ pub async fn offer_native(page: &Shared) -> Result<(), PageError> {
     };
     // The backend line says which device and why once a run starts.
     let choice = BackendChoice::Auto;
-    let gpu = native
-        .ask(SelectDevice { choice })
-        .await?
-        .fallback
-        .is_none();
+    let selected = native.ask(SelectDevice { choice }).await?;
+    let gpu = selected.fallback.is_none();
+    if selected.hardware_gpus > 1 {
+        let all = by_id::<HtmlOptionElement>("native-all-option");
+        all.set_disabled(false);
+        all.set_hidden(false);
+        all.set_text(&format!("native — all GPUs ({})", selected.hardware_gpus));
+    }
     let option = by_id::<HtmlOptionElement>("native-option");
     option.set_disabled(false);
     option.set_hidden(false);
@@ -68,7 +71,14 @@ pub async fn show_device(page: &Shared, choice: EngineChoice) -> Result<String, 
     let DeviceSelected {
         description,
         fallback,
+        hardware_gpus,
     } = trainer.ask(SelectDevice { choice }).await?;
+    let description = match choice {
+        EngineChoice::NativeAllGpus => {
+            format!("all {hardware_gpus} GPUs, each batch split over them")
+        }
+        _ => description,
+    };
     let description = match Rc::ptr_eq(&trainer, &page.borrow().engines.browser) {
         true => description,
         false => format!("native — {description}"),

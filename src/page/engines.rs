@@ -10,6 +10,7 @@ use web_sys::UrlSearchParams;
 
 use super::error::PageError;
 use super::trainer::Trainer;
+use crate::config::DeviceList;
 use crate::device::{BackendChoice, DeviceError};
 
 /// The backend select's value.
@@ -19,6 +20,8 @@ pub enum EngineChoice {
     Browser(BackendChoice),
     /// `webtrain ui`'s process, on the device its `--backend auto` would choose.
     Native,
+    /// `webtrain ui`'s process, each batch split over every hardware GPU it has.
+    NativeAllGpus,
 }
 
 impl EngineChoice {
@@ -26,8 +29,21 @@ impl EngineChoice {
     pub fn device(self) -> BackendChoice {
         match self {
             EngineChoice::Browser(choice) => choice,
-            EngineChoice::Native => BackendChoice::Auto,
+            EngineChoice::Native | EngineChoice::NativeAllGpus => BackendChoice::Auto,
         }
+    }
+
+    /// The devices a run on this engine splits its batches over.
+    pub fn devices(self) -> DeviceList {
+        match self {
+            EngineChoice::NativeAllGpus => DeviceList::All,
+            _ => DeviceList::Auto,
+        }
+    }
+
+    /// Whether `webtrain ui`'s process trains.
+    pub fn is_native(self) -> bool {
+        matches!(self, EngineChoice::Native | EngineChoice::NativeAllGpus)
     }
 }
 
@@ -37,6 +53,7 @@ impl FromStr for EngineChoice {
     fn from_str(value: &str) -> Result<Self, Self::Err> {
         match value {
             "native" => Ok(EngineChoice::Native),
+            "native-all" => Ok(EngineChoice::NativeAllGpus),
             other => other.parse().map(EngineChoice::Browser),
         }
     }
@@ -47,6 +64,7 @@ impl fmt::Display for EngineChoice {
         match self {
             EngineChoice::Browser(choice) => choice.fmt(f),
             EngineChoice::Native => f.write_str("native"),
+            EngineChoice::NativeAllGpus => f.write_str("native-all"),
         }
     }
 }
@@ -92,8 +110,8 @@ impl Engines {
     /// The engine `choice` trains on.
     pub fn for_choice(&self, choice: EngineChoice) -> Result<Rc<Trainer>, PageError> {
         Ok(match (choice, &self.native) {
-            (EngineChoice::Native, Some(native)) => native.clone(),
-            (EngineChoice::Native, None) => return Err(PageError::NoNative),
+            (choice, Some(native)) if choice.is_native() => native.clone(),
+            (choice, None) if choice.is_native() => return Err(PageError::NoNative),
             (EngineChoice::Browser(BackendChoice::Auto), Some(native)) if self.native_gpu => {
                 native.clone()
             }

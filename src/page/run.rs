@@ -252,7 +252,6 @@ pub fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
         show_error("MNIST is not loaded yet");
         return None;
     };
-    let config = validate_form().ok()?;
     let choice = match backend_choice() {
         Ok(choice) => choice,
         Err(error) => {
@@ -260,6 +259,9 @@ pub fn begin_run(page: &Shared) -> Option<(TrainConfig, EngineChoice, usize)> {
             return None;
         }
     };
+    // The engine's choice says over which devices a run splits its batches.
+    dom::set_value("devices", &choice.devices().to_string());
+    let config = validate_form().ok()?;
     write_query(&config, choice);
     page.borrow_mut().runs += 1;
     set_phase(page, Phase::Training { paused: false });
@@ -277,7 +279,7 @@ pub async fn run(
 ) -> Result<(), PageError> {
     let trainer = use_engine(page, choice).await?;
     let backend = show_device(page, choice).await?;
-    let kept_here = choice != EngineChoice::Native;
+    let kept_here = !choice.is_native();
     let live = LiveRun::new(page, config.clone(), backend, train_len, kept_here);
     let from_model = by_id::<HtmlInputElement>("from-model").checked();
     let (own_digits, show_judged) = match fine_tune {
@@ -303,7 +305,7 @@ pub async fn run(
     }
     let shown = live.end(page, ended).await;
     // The native engine's run folder is its record: the table lists it from there.
-    if choice == EngineChoice::Native {
+    if choice.is_native() {
         runs::reload_native(page).await?;
     }
     shown

@@ -26,7 +26,7 @@ use crate::config::{ConfigError, ModelKind, TrainConfig};
 use crate::data::batcher::MnistBatcher;
 use crate::data::own_digits::{OwnRun, own_run};
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistSplit};
-use crate::device::{BackendChoice, BackendKind, DeviceError, select_device};
+use crate::device::{BackendChoice, BackendKind, DeviceError, hardware_gpus, select_device};
 #[cfg(feature = "measure")]
 use crate::measure::op_profile::{CpuProfile, cpu_profile};
 use crate::model::Net;
@@ -259,6 +259,7 @@ impl<H: Host> Session<H> {
         Ok(DeviceSelected {
             description: device.to_string(),
             fallback,
+            hardware_gpus: hardware_gpus().await.len(),
         })
     }
 

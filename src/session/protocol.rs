@@ -133,6 +133,9 @@ pub struct DeviceSelected {
     pub description: String,
     /// Why it is the CPU when a GPU was asked for or hoped for.
     pub fallback: Option<String>,
+    /// The hardware GPUs a run could split its batches over (none in the browser).
+    #[serde(default)]
+    pub hardware_gpus: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

@@ -29,6 +29,18 @@ pub trait ProcessGroup {
     fn gather(&self, value: u64) -> Vec<u64>;
     /// What one step's sum cost: its seconds and bytes, for `webtrain bench`.
     fn record(&self, _seconds: f64, _bytes: usize) {}
+    /// What the steps' sums have cost so far.
+    fn cost(&self) -> ReduceCost {
+        ReduceCost::default()
+    }
+}
+
+/// What the steps' sums over the processes cost, added up.
+#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize)]
+pub struct ReduceCost {
+    pub steps: usize,
+    pub seconds: f64,
+    pub bytes: usize,
 }
 
 /// Where a run trains: the devices each batch is split over in this process (the first holds
