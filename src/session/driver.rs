@@ -123,6 +123,8 @@ async fn make_ready(
         RunStart::Checkpoint(checkpoint) => checkpoint.config.clone(),
         _ => config.clone(),
     };
+    // The settings first: a batch of none is the settings' fault, not the devices'.
+    config.validate()?;
     let devices = select_devices(&config.devices, backend).await?;
     devices.check_batch(config.model, config.batch_size)?;
     let start = match start {
