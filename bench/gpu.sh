@@ -8,6 +8,8 @@
 #   WEBTRAIN  the release binary built elsewhere (default: $CARGO_TARGET_DIR/release/webtrain)
 #   DATA      MNIST's four files, raw or .gz (default: data/mnist)
 #   PYTHON    a python with torch (default: python3); nothing is downloaded.
+# With several NVIDIA GPUs, webtrain also trains with each batch split over all of them
+# (--devices all).
 # Where there is no NVIDIA GPU it says so and skips what it cannot run: PyTorch without CUDA,
 # and webtrain unless GPU_BENCH_ANY_ADAPTER=1 (a software Vulkan such as lavapipe takes hours to
 # reach 98.5 %; GPU_BENCH_QUICK=1 then shortens every run to check the script itself).
@@ -32,9 +34,11 @@ echo "host: $(nproc) cores, $(uname -m)"
 if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then
   echo "GPU: $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
   nvidia=1
+  gpus=$(nvidia-smi -L | wc -l)
 else
   echo "GPU: no NVIDIA GPU here (nvidia-smi finds none)"
   nvidia=
+  gpus=0
 fi
 vulkaninfo --summary 2>/dev/null | grep -E 'deviceName|driverName' | sed 's/^ */vulkan: /' || true
 
@@ -47,6 +51,11 @@ for batch in 64 512; do
       "$webtrain" bench --backend gpu --data "$data" --batch-size "$batch" "${timing[@]}" --kernels \
         --target-accuracy 98.5 --epochs "$epochs" |
         "$python" bench/gpu_report.py webtrain || echo "webtrain: failed (above)"
+      if [ "$gpus" -gt 1 ]; then
+        "$webtrain" bench --devices all --data "$data" --batch-size "$batch" "${timing[@]}" \
+          --target-accuracy 98.5 --epochs "$epochs" |
+          "$python" bench/gpu_report.py "webtrain on $gpus GPUs" || echo "webtrain --devices all: failed (above)"
+      fi
     else
       echo "webtrain: skipped, no binary at $webtrain (cargo build --release, then WEBTRAIN=...)"
     fi

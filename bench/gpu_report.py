@@ -31,6 +31,8 @@ def main():
     who = sys.argv[1]
     report = json.loads(sys.stdin.read().strip().splitlines()[-1])
     where = report.get("adapter") or f"{report['device']} (torch {report['version']})"
+    if len(report.get("devices") or []) > 1:
+        where = "; ".join(report["devices"])
     speed = report["throughput"]
     print(f"{who}: {where}: {speed['samples_per_sec']:,.0f} samples/s, {speed['ms_per_step']:.2f} ms/step")
     accuracy = report.get("time_to_accuracy") or {}

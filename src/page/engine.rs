@@ -67,12 +67,15 @@ pub async fn use_engine(page: &Shared, choice: EngineChoice) -> Result<Rc<Traine
 /// CPU against the choice; returns what trains.
 pub async fn show_device(page: &Shared, choice: EngineChoice) -> Result<String, PageError> {
     let trainer = page.borrow().engines.for_choice(choice)?;
-    let choice = choice.device();
     let DeviceSelected {
         description,
         fallback,
         hardware_gpus,
-    } = trainer.ask(SelectDevice { choice }).await?;
+    } = trainer
+        .ask(SelectDevice {
+            choice: choice.device(),
+        })
+        .await?;
     let description = match choice {
         EngineChoice::NativeAllGpus => {
             format!("all {hardware_gpus} GPUs, each batch split over them")
