@@ -230,6 +230,28 @@ fn processes_that_differ_or_lack_their_device_are_refused_naming_the_rank() {
         &out,
         "rank 1: there is no gpu:7 here",
     );
+    // MNIST with one label changed, on rank 1.
+    let other = dir.path().join("other-mnist");
+    std::fs::create_dir(&other).unwrap();
+    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    for name in [
+        "train-images-idx3-ubyte",
+        "t10k-images-idx3-ubyte",
+        "t10k-labels-idx1-ubyte",
+    ] {
+        std::fs::copy(mnist.join(name), other.join(name)).unwrap();
+    }
+    let mut labels = std::fs::read(mnist.join("train-labels-idx1-ubyte")).unwrap();
+    labels[8 + 100] = (labels[8 + 100] + 1) % 10;
+    std::fs::write(other.join("train-labels-idx1-ubyte"), labels).unwrap();
+    assert_refused(
+        &[
+            rank(out_arg, &[]),
+            rank(out_arg, &["--data", other.to_str().unwrap()]),
+        ],
+        &out,
+        "rank 1 has other MNIST files than rank 0",
+    );
 }
 
 /// Starts a long two-process run and waits for its first log line.
