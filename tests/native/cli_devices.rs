@@ -133,3 +133,44 @@ fn distributed_training_without_the_feature_says_how_to_build_it() {
         "built without MPI: build it with `cargo build --release --features mpi`",
     );
 }
+
+/// The range test and the benchmark split their batches too, and say over which devices.
+#[test]
+fn lr_find_and_bench_take_a_device_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let svg = dir.path().join("lr.svg");
+    let found = succeeds(&[
+        "lr-find",
+        "--devices",
+        "cpu,cpu",
+        "--model",
+        "lenet-small",
+        "--steps",
+        "20",
+        "--svg",
+        svg.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&found.stdout);
+    assert!(
+        stdout.contains("Backend: 2 devices, each batch split over them"),
+        "{stdout}"
+    );
+    assert!(svg.exists());
+    let bench = succeeds(&[
+        "bench",
+        "--devices",
+        "cpu,cpu",
+        "--model",
+        "lenet-small",
+        "--warmup",
+        "2",
+        "--steps",
+        "5",
+        "--repeats",
+        "1",
+    ]);
+    let report = String::from_utf8_lossy(&bench.stdout);
+    let report: serde_json::Value = serde_json::from_str(report.lines().last().unwrap()).unwrap();
+    assert_eq!(report["devices"].as_array().unwrap().len(), 2, "{report}");
+    assert!(report["throughput"]["samples_per_sec"].as_f64().unwrap() > 0.0);
+}
