@@ -64,15 +64,7 @@ setup_mpi() {
 }
 
 setup_browser() {
-  local missing=()
-  [ -x /usr/bin/chromium ] || missing+=(chromium)
-  [ -x /usr/bin/chromedriver ] || missing+=(chromium-driver)
-  ls /usr/share/vulkan/icd.d/lvp_icd.*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
-  [ ${#missing[@]} -eq 0 ] && return
-  local sudo=()
-  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
-  "${sudo[@]}" apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
+  apt_install chromium chromium-driver mesa-vulkan-drivers
 }
 
 setup_e2e() {

@@ -21,3 +21,19 @@ pub fn succeeds(args: &[&str]) -> Output {
     assert!(output.status.success(), "{args:?}: {said}");
     output
 }
+
+/// Each "Train Epoch" line's loss, as a run printed it.
+pub fn logged_losses(stdout: &[u8]) -> Vec<f64> {
+    String::from_utf8_lossy(stdout)
+        .lines()
+        .filter_map(|line| line.strip_prefix("Train Epoch: "))
+        .map(|line| {
+            line.rsplit("Loss: ")
+                .next()
+                .unwrap()
+                .trim()
+                .parse()
+                .unwrap()
+        })
+        .collect()
+}

@@ -1,7 +1,7 @@
 //! `--devices` as a user meets it: a list trains, a resumed run may change its devices, and
 //! each bad list is refused before anything is written, in one line with exit code 2.
 
-use crate::binary::{command, succeeds};
+use crate::binary::{command, logged_losses, succeeds};
 
 use std::path::Path;
 
@@ -59,22 +59,6 @@ fn bad_device_lists_are_refused_before_anything_is_written() {
     );
 }
 
-/// Each "Train Epoch" line's loss.
-fn losses(stdout: &[u8]) -> Vec<f64> {
-    String::from_utf8_lossy(stdout)
-        .lines()
-        .filter_map(|line| line.strip_prefix("Train Epoch: "))
-        .map(|line| {
-            line.rsplit("Loss: ")
-                .next()
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap()
-        })
-        .collect()
-}
-
 /// A run of one device goes on split over two, as the same run: its curve is the one the
 /// uninterrupted run on one device draws.
 #[test]
@@ -110,8 +94,8 @@ fn a_single_device_checkpoint_resumes_split_over_two_devices() {
         "{stdout}"
     );
     let (whole, _) = run("whole", &[&settings[..], &["--epochs", "2"]].concat());
-    let whole = losses(&whole.stdout);
-    let split = losses(&split.stdout);
+    let whole = logged_losses(&whole.stdout);
+    let split = logged_losses(&split.stdout);
     assert_eq!(split.len(), 4, "{stdout}");
     for (a, b) in whole[whole.len() - 4..].iter().zip(&split) {
         assert!((a - b).abs() < 1e-5, "{whole:?} against {split:?}");

@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use safetensors::SafeTensors;
 
+use crate::binary::logged_losses;
+
 /// `mpirun` starting one process per entry of `ranks`, each with its own arguments: Open MPI
 /// over TCP on the loopback interface, one CPU thread a process (two processes on two cores).
 fn mpirun(ranks: &[Vec<&str>]) -> Command {
@@ -46,18 +48,7 @@ fn text(bytes: &[u8]) -> String {
 
 /// Each "Train Epoch" line's loss.
 fn losses(output: &Output) -> Vec<f64> {
-    text(&output.stdout)
-        .lines()
-        .filter_map(|line| line.strip_prefix("Train Epoch: "))
-        .map(|line| {
-            line.rsplit("Loss: ")
-                .next()
-                .unwrap()
-                .trim()
-                .parse()
-                .unwrap()
-        })
-        .collect()
+    logged_losses(&output.stdout)
 }
 
 fn succeeded(output: Output) -> Output {
