@@ -33,7 +33,7 @@ train: data
 # The code's format and clippy's lints first, then the tests: natively, then in headless
 # Chromium (the browser suites, threaded as the page is), then the page end to end.
 test: data
-	scripts/setup.sh trunk wasm-pack browser e2e mpi
+	scripts/setup.sh trunk wasm-pack browser e2e mpi onnx
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features mpi --all-targets -- -D warnings

@@ -10,6 +10,7 @@
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
 #   scripts/setup.sh soak      the benchmark's npm packages only
 #   scripts/setup.sh fuzz      cargo-fuzz
+#   scripts/setup.sh onnx      onnx and onnxruntime in $ONNX_VENV (pip): the ONNX export's checks
 #   scripts/setup.sh mpi       Debian's Open MPI (openmpi-bin, libopenmpi-dev) and libclang, which
 #                              the mpi crate's bindings are generated with: the `mpi` feature
 set -euo pipefail
@@ -59,6 +60,13 @@ apt_install() {
   DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -qq "${missing[@]}"
 }
 
+setup_onnx() {
+  local venv=${ONNX_VENV:-$HOME/.cache/webtrain/onnx-venv}
+  "$venv/bin/python" -c 'import onnx, onnxruntime, numpy' 2>/dev/null && return
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet onnx onnxruntime numpy
+}
+
 setup_mpi() {
   apt_install openmpi-bin libopenmpi-dev libclang-dev
 }
@@ -99,6 +107,7 @@ for what in "$@"; do
     soak) setup_soak ;;
     fuzz) setup_fuzz ;;
     mpi) setup_mpi ;;
+    onnx) setup_onnx ;;
     *) echo "setup.sh: unknown component '$what'" >&2; exit 2 ;;
   esac
 done

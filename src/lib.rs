@@ -16,6 +16,7 @@ pub mod json_float; // non-finite floats in JSON
 pub mod measure; // benchmarks and profiles through the loop itself
 pub mod metrics; // what a run produced, gathered from its events
 pub mod model; // the two LeNets, initialised as PyTorch initialises them
+pub mod onnx; // a trained model as a standard ONNX graph
 pub mod platform; // waiting, threads and memory: what the browser and a native process do differently
 pub mod predict; // what a model says of single digits
 pub mod readback; // reading results back from the device, and what a failed read means

@@ -58,6 +58,11 @@ pub enum CliError {
         .0.replace('_', "-")
     )]
     ResumeWith(&'static str),
+    #[error("{}: {source}", .path.display())]
+    Export {
+        path: PathBuf,
+        source: crate::onnx::OnnxError,
+    },
     #[error(
         "this webtrain was built without MPI: build it with `cargo build --release --features \
          mpi`, after `scripts/setup.sh mpi` (Open MPI and libclang)"

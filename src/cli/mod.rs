@@ -5,6 +5,7 @@ mod bench;
 mod compare;
 mod distributed;
 mod error;
+mod export;
 mod lr_find;
 mod own_data;
 mod settings;
@@ -61,6 +62,8 @@ enum Command {
     /// Print a table of run folders (best and final test accuracy, time, speed, end and the
     /// settings in which they differ) and write their curves overlaid as an SVG.
     Compare(compare::CompareArgs),
+    /// Write a run's model, or a weights file, as an ONNX model (opset 13) that ONNX Runtime runs.
+    Export(export::ExportArgs),
     /// Serve the page, and a native engine it can train on (this machine's GPU or every core),
     /// at a URL with a token; runs started there write their files under --out.
     Ui(ui::UiArgs),
@@ -181,6 +184,7 @@ pub fn main() -> ExitCode {
         Command::Eval(args) => run_eval(args),
         Command::LrFind(args) => lr_find::run_lr_find(args),
         Command::Compare(args) => compare::run_compare(args),
+        Command::Export(args) => export::run_export(args),
         Command::Ui(args) => ui::run(args),
     };
     match result {

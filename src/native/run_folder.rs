@@ -123,18 +123,7 @@ impl RunFolder {
     /// temporary file that is synced, renamed over it, and the rename synced with the folder.
     pub fn write(&self, name: &str, contents: &[u8]) -> Result<(), FilesError> {
         let path = self.file(name);
-        let partial = self.file(&format!("{name}.partial"));
-        let failed = |source| FilesError::Write {
-            path: path.clone(),
-            source,
-        };
-        let mut file = File::create(&partial).map_err(failed)?;
-        file.write_all(contents)
-            .and_then(|()| file.sync_all())
-            .map_err(failed)?;
-        drop(file);
-        fs::rename(&partial, &path).map_err(failed)?;
-        sync_folder(&self.path).map_err(failed)
+        write_whole(&path, contents).map_err(|source| FilesError::Write { path, source })
     }
 
     /// The metrics of the run this folder holds, as they stood at `position`: what a run
@@ -155,6 +144,22 @@ pub fn read_limited(path: &Path, limit: usize) -> std::io::Result<Vec<u8>> {
         .take(limit as u64 + 1)
         .read_to_end(&mut bytes)?;
     Ok(bytes)
+}
+
+/// Writes `contents` to `path` whole or not at all: to a `.partial` file beside it first, then
+/// renamed over it, so that a crash never leaves half a file under the name.
+pub fn write_whole(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let mut partial = path.as_os_str().to_owned();
+    partial.push(".partial");
+    let partial = PathBuf::from(partial);
+    let mut file = File::create(&partial)?;
+    file.write_all(contents).and_then(|()| file.sync_all())?;
+    drop(file);
+    fs::rename(&partial, path)?;
+    match path.parent() {
+        Some(folder) if !folder.as_os_str().is_empty() => sync_folder(folder),
+        _ => Ok(()),
+    }
 }
 
 /// The run a folder holds, named by the folder, with the id `id`.

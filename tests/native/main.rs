@@ -28,6 +28,7 @@ mod intervals;
 mod lr_find;
 #[cfg(feature = "mpi")]
 mod mpi;
+mod onnx;
 mod pytorch_parity;
 mod resume;
 mod settings;
