@@ -58,6 +58,11 @@ pub enum CliError {
         .0.replace('_', "-")
     )]
     ResumeWith(&'static str),
+    #[error(
+        "{} is a checkpoint, not weights: export its run's model.safetensors, or the run's folder",
+        .0.display()
+    )]
+    CheckpointAsWeights(PathBuf),
     #[error("{}: {source}", .path.display())]
     Export {
         path: PathBuf,

@@ -7,6 +7,7 @@ use crate::config::ModelKind;
 use crate::metrics::RunMetrics;
 use crate::native::run_folder::{METRICS, WEIGHTS, read_limited, write_whole};
 use crate::onnx::onnx_model;
+use crate::train::checkpoint::Checkpoint;
 use crate::weights::MAX_WEIGHTS_BYTES;
 
 use super::CliError;
@@ -35,6 +36,9 @@ pub fn run_export(args: ExportArgs) -> Result<(), CliError> {
         path: weights.clone(),
         source,
     })?;
+    if Checkpoint::from_bytes(&bytes).is_ok() {
+        return Err(CliError::CheckpointAsWeights(weights));
+    }
     let exported = |model| {
         onnx_model(&bytes, model).map_err(|source| CliError::Export {
             path: weights.clone(),

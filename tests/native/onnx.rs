@@ -129,13 +129,38 @@ fn a_lenet_weights_file_exports_and_agrees() {
     );
 }
 
-/// Refused in one line, exit 2, and no ONNX file left behind.
+/// Refused in one line, exit 2, and no ONNX file left behind: the other model's weights, a
+/// truncated file, a file that is no safetensors, and a checkpoint.
 #[test]
 fn weights_that_are_not_a_models_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let small = NetConfig::from(ModelKind::LenetSmall).init(&Device::flex(), 7);
     let small_bytes = to_safetensors(&small).unwrap();
-    let cases: [(&str, Vec<u8>, &[&str], &str); 3] = [
+    // A run's checkpoint, from a short run.
+    let run = dir.path().join("run");
+    succeeds(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--epochs",
+        "1",
+        "--train-limit",
+        "640",
+        "--test-limit",
+        "100",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    let checkpoint = std::fs::read(run.join("checkpoint.safetensors")).unwrap();
+    let cases: [(&str, Vec<u8>, &[&str], &str); 4] = [
+        (
+            "checkpoint",
+            checkpoint,
+            &[],
+            "is a checkpoint, not weights",
+        ),
         (
             "other-model",
             small_bytes.clone(),
