@@ -30,6 +30,7 @@ use crate::train::evaluate;
 use crate::weights::{MAX_WEIGHTS_BYTES, from_safetensors};
 use error::{CliError, DIVERGED_EXIT, INTERRUPTED_EXIT};
 use settings::{All, ForEval, SettingFlags};
+use train::Distribution;
 
 #[derive(Parser)]
 #[command(
@@ -178,6 +179,9 @@ pub fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
+        Command::Train(args) if args.distributed == Distribution::Mpi => {
+            distributed::run_training(args)
+        }
         Command::Train(args) => train::run_training(args),
         #[cfg(feature = "measure")]
         Command::Bench(args) => bench::run_bench(args),

@@ -50,10 +50,8 @@ pub enum Distribution {
     Mpi,
 }
 
+/// A run in this process alone (`--distributed none`).
 pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
-    if args.distributed == Distribution::Mpi {
-        return super::distributed::run_training(args);
-    }
     let (config, start) = asked_start(&args, None)?;
     let data = own_data::load(&args.run.setup, &config)?;
     let backend = args.run.setup.backend;

@@ -10,7 +10,6 @@ use burn::optim::GradientsParams;
 use burn::prelude::*;
 use burn::tensor::TensorData;
 
-use super::step::{StepStats, shard_ranges};
 use super::{EpochReport, TrainError};
 use crate::model::{CLASSES, Net};
 
@@ -74,6 +73,20 @@ impl<'a> Placement<'a> {
     }
 }
 
+/// The ranges of a batch of `len` that `shards` devices take, in order: sizes differ by one at
+/// most, the larger first.
+pub fn shard_ranges(len: usize, shards: usize) -> Vec<Range<usize>> {
+    let (base, extra) = (len / shards, len % shards);
+    let mut start = 0;
+    (0..shards)
+        .map(|shard| {
+            let size = base + usize::from(shard < extra);
+            start += size;
+            start - size..start
+        })
+        .collect()
+}
+
 /// A parameter's gradient as it travels: where it goes back to, and its shape.
 struct Slot {
     id: ParamId,
@@ -130,16 +143,17 @@ impl ModuleVisitor for Unflatten<'_> {
 }
 
 /// One step's gradients and figures summed over `group`, and whether any process asked to
-/// stop: the gradients of the whole batch, its figures in the batch's order (each process's
-/// `stats` sit at `at` in a batch of `batch`), on every process alike.
+/// stop: the gradients of the whole batch, its figures (per-sample losses and hits, [rows,
+/// classes]) in the batch's order (this process's `figures` sit at `at` in a batch of
+/// `batch`), on every process alike.
 pub(crate) fn sum_step(
     group: &dyn ProcessGroup,
     model: &Net,
     mut grads: GradientsParams,
-    stats: Option<StepStats>,
+    figures: Option<[Tensor<2>; 2]>,
     (at, batch): (Range<usize>, usize),
     stop: bool,
-) -> (GradientsParams, StepStats, bool) {
+) -> (GradientsParams, [Tensor<2>; 2], bool) {
     let started = web_time::Instant::now();
     let mut flat = Flatten {
         grads: &mut grads,
@@ -154,7 +168,6 @@ pub(crate) fn sum_step(
     let device = model.devices()[0].clone().inner();
     // Each figure in its sample's row of the whole batch, zero elsewhere: the sum is the
     // batch's.
-    let figures = stats.map(|stats| [stats.losses, stats.right]);
     for n in 0..2 {
         let mut rows = vec![0.0; batch * CLASSES];
         if let Some(figures) = &figures {
@@ -177,16 +190,13 @@ pub(crate) fn sum_step(
         let rows = values[from..from + batch * CLASSES].to_vec();
         Tensor::from_data(TensorData::new(rows, [batch, CLASSES]), &device)
     };
-    let stats = StepStats {
-        losses: figure(0),
-        right: figure(1),
-    };
+    let summed = [figure(0), figure(1)];
     let stop = values[values.len() - 1] > 0.0;
     group.record(
         started.elapsed().as_secs_f64(),
         values.len() * size_of::<f32>(),
     );
-    (back.grads, stats, stop)
+    (back.grads, summed, stop)
 }
 
 /// Checks, at `epoch`'s end, that every process holds the same weights: they step the same

@@ -14,7 +14,7 @@ use crate::data::batcher::{MnistBatch, MnistBatcher};
 use crate::data::resident::ResidentSplit;
 use crate::model::CLASSES;
 use crate::model::{Net, channels_last_memory};
-use crate::train::group::{Placement, sum_step};
+use crate::train::group::{Placement, shard_ranges, sum_step};
 use crate::train::optimizer::{Optimizer, Rates};
 
 /// Takes training steps on samples of one split: each batch split into a shard per device,
@@ -65,20 +65,6 @@ impl ModuleMapper for TrackGradients {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         param.map(|tensor| channels_last_memory(tensor).autodiff().require_grad())
     }
-}
-
-/// The ranges of a batch of `len` that `shards` devices take, in order: sizes differ by one at
-/// most, the larger first.
-pub fn shard_ranges(len: usize, shards: usize) -> Vec<Range<usize>> {
-    let (base, extra) = (len / shards, len % shards);
-    let mut start = 0;
-    (0..shards)
-        .map(|shard| {
-            let size = base + usize::from(shard < extra);
-            start += size;
-            start - size..start
-        })
-        .collect()
 }
 
 /// A shard's place in its step: the run's step, where its samples sit in the batch, and the
@@ -200,7 +186,10 @@ impl<'a> Stepper<'a> {
         let (grads, stats, stop) = match (self.placement.group, stats) {
             (Some(group), stats) => {
                 let at = (share, indices.len());
-                sum_step(group, &model, grads, stats, at, stop)
+                let figures = stats.map(|stats| [stats.losses, stats.right]);
+                let (grads, [losses, right], stop) =
+                    sum_step(group, &model, grads, figures, at, stop);
+                (grads, StepStats { losses, right }, stop)
             }
             (None, Some(stats)) => (grads, stats, stop),
             (None, None) => unreachable!("a process alone takes the whole batch"),
