@@ -6,7 +6,8 @@
 #   scripts/setup.sh trunk     wasm's, and trunk 0.21.14 (the page's build)
 #   scripts/setup.sh wasm-pack wasm's, and wasm-pack 0.15.1 (`wasm-pack test`)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
-#   scripts/setup.sh e2e       playwright-core and axe-core for the end-to-end tests (npm, no browser download)
+#   scripts/setup.sh e2e       playwright-core, axe-core and onnxruntime-web for the end-to-end tests (npm,
+#                              no browser download)
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
 #   scripts/setup.sh soak      the benchmark's npm packages only
 #   scripts/setup.sh fuzz      cargo-fuzz
@@ -76,7 +77,8 @@ setup_browser() {
 }
 
 setup_e2e() {
-  [ -d tests/e2e/node_modules/playwright-core ] && [ -d tests/e2e/node_modules/axe-core ] ||
+  [ -d tests/e2e/node_modules/playwright-core ] && [ -d tests/e2e/node_modules/axe-core ] &&
+    [ -d tests/e2e/node_modules/onnxruntime-web ] ||
     (cd tests/e2e && npm ci --no-audit --no-fund)
 }
 

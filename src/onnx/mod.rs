@@ -16,6 +16,7 @@ use thiserror::Error;
 
 use crate::config::ModelKind;
 use crate::data::batcher::{PIXEL_MEAN, PIXEL_STD};
+use crate::model::Net;
 use crate::weights::{WeightsError, from_safetensors, to_safetensors};
 use proto::{
     AttributeProto, AttributeType, Dimension, DimensionValue, FLOAT, GraphProto, ModelProto,
@@ -46,7 +47,12 @@ pub enum OnnxError {
 pub fn onnx_model(safetensors: &[u8], model: ModelKind) -> Result<Vec<u8>, OnnxError> {
     // Read as a model, then written back: checked, and in PyTorch's layouts whatever wrote them.
     let net = from_safetensors(safetensors.to_vec(), model, &Device::flex())?;
-    let canonical = to_safetensors(&net)?;
+    onnx_of(&net, model)
+}
+
+/// The ONNX model of a network of kind `model`, encoded.
+pub fn onnx_of(net: &Net, model: ModelKind) -> Result<Vec<u8>, OnnxError> {
+    let canonical = to_safetensors(net)?;
     let tensors =
         SafeTensors::deserialize(&canonical).map_err(|e| OnnxError::Unreadable(e.to_string()))?;
     let mut initializer = Vec::new();

@@ -10,7 +10,7 @@ use super::run::{self, begin_run};
 use super::state::{Shared, fail, log, set_phase, show_error, use_data};
 use super::{confusion, current, download, gallery};
 use crate::config::{TrainConfig, check_lr};
-use crate::session::protocol::{Control, Evaluate, UseFiles, WarmUp};
+use crate::session::protocol::{Control, Evaluate, ExportOnnx, UseFiles, WarmUp};
 
 /// Sends a pause, resume, stop or learning rate to the run; a refusal is shown. `then` runs
 /// once the worker has it; the loop acts on it before its next step.
@@ -102,6 +102,23 @@ fn wire_model_controls(page: &Shared) {
                 Err(error) => show_error(&error.to_string()),
             }
         }
+    });
+    let s = page.clone();
+    dom::on("download-onnx", "click", move |_| {
+        let Some(kind) = s.borrow().model.as_ref().map(|model| model.kind) else {
+            return;
+        };
+        let trainer = s.borrow().trainer.clone();
+        wasm_bindgen_futures::spawn_local(async move {
+            let saved = match trainer.ask(ExportOnnx {}).await {
+                Ok(onnx) => download::save_onnx(&onnx.into_bytes(), kind),
+                Err(error) => Err(error),
+            };
+            match saved {
+                Ok(message) => set_text("weights-status", &message),
+                Err(error) => show_error(&error.to_string()),
+            }
+        });
     });
     let s = page.clone();
     dom::on("load-weights", "click", move |_| {

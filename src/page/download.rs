@@ -1,5 +1,5 @@
 //! The user's files in and out of the page: their own MNIST files and weights read in, the
-//! trained weights saved as a download.
+//! trained model saved as a download (its weights, or an ONNX model).
 
 use js_sys::Uint8Array;
 use wasm_bindgen::{JsCast, JsValue};
@@ -67,12 +67,17 @@ pub async fn from_inputs() -> Result<Vec<NamedFile>, PageError> {
 
 /// Offers weights as `webtrain-<model>.safetensors`; returns what the page says about it.
 pub fn save_weights(weights: &[u8], kind: ModelKind) -> Result<String, PageError> {
-    let name = format!("webtrain-{kind}.safetensors");
-    save_file(weights, &name, "application/octet-stream")?;
-    Ok(format!(
-        "Saved {name} ({:.1} MB)",
-        weights.len() as f64 / 1e6
-    ))
+    save_model(weights, &format!("webtrain-{kind}.safetensors"))
+}
+
+/// Offers the model as `webtrain-<model>.onnx`; returns what the page says about it.
+pub fn save_onnx(onnx: &[u8], kind: ModelKind) -> Result<String, PageError> {
+    save_model(onnx, &format!("webtrain-{kind}.onnx"))
+}
+
+fn save_model(bytes: &[u8], name: &str) -> Result<String, PageError> {
+    save_file(bytes, name, "application/octet-stream")?;
+    Ok(format!("Saved {name} ({:.1} MB)", bytes.len() as f64 / 1e6))
 }
 
 /// Offers `bytes` as a download named `name`.

@@ -90,6 +90,7 @@ pub fn render(phase: Phase, holding: &Holding) {
         ("load-weights", idle),
         ("evaluate", idle && holding.model && holding.data),
         ("download-weights", holding.model),
+        ("download-onnx", holding.model),
     ];
     for (id, enabled) in enabled {
         by_id::<HtmlButtonElement>(id).set_disabled(!enabled);

@@ -30,6 +30,7 @@ use crate::device::{BackendChoice, BackendKind, DeviceError, hardware_gpus, sele
 #[cfg(feature = "measure")]
 use crate::measure::op_profile::{CpuProfile, cpu_profile};
 use crate::model::Net;
+use crate::onnx::{OnnxError, onnx_of};
 use crate::predict::probabilities;
 use crate::readback::ReadbackError;
 use crate::train::{EpochReport, TrainControl, TrainError, evaluate};
@@ -56,6 +57,8 @@ pub enum SessionError {
     Weights(#[from] WeightsError),
     #[error(transparent)]
     Readback(#[from] ReadbackError),
+    #[error(transparent)]
+    Onnx(#[from] OnnxError),
     #[error("{file}: download failed: {message}")]
     Download { file: String, message: String },
     #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
@@ -234,6 +237,7 @@ impl<H: Host> Session<H> {
             Request::WarmUp(r) => asked.to(&r).answer(self.warm(id, r).await),
             Request::Control(r) => asked.to(&r).answer(self.control(r)),
             Request::LoadModel(r) => asked.to(&r).answer(self.load_model(r)),
+            Request::ExportOnnx(r) => asked.to(&r).answer(self.export_onnx()),
             Request::Evaluate(r) => asked.to(&r).answer(self.evaluate(r).await),
             Request::Gallery(r) => asked.to(&r).answer(self.gallery().await),
             Request::Confused(r) => asked.to(&r).answer(self.confused(r).await),
@@ -333,6 +337,11 @@ impl<H: Host> Session<H> {
         let net = from_safetensors(weights.into_bytes(), kind, &Device::flex())?;
         self.state.borrow_mut().model = Some(Rc::new(Model { net, kind }));
         Ok(())
+    }
+
+    fn export_onnx(&self) -> Result<Payload, SessionError> {
+        let model = self.model()?;
+        Ok(Payload::from(onnx_of(&model.net, model.kind)?))
     }
 
     async fn evaluate(&self, request: Evaluate) -> Result<EpochReport, SessionError> {

@@ -101,6 +101,8 @@ requests! {
     Control => ();
     /// Make a `.safetensors` file the current model.
     LoadModel => ();
+    /// The current model as an ONNX file (`crate::onnx`).
+    ExportOnnx => Payload;
     /// The current model on the first test images.
     Evaluate => EpochReport;
     /// The current model's guesses on test digits.
@@ -285,6 +287,9 @@ pub struct LoadModel {
     /// A `.safetensors` file.
     pub weights: Payload,
 }
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ExportOnnx {}
 
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Evaluate {

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, mkdirSync, rmSync, existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
+import * as ort from 'onnxruntime-web';
 
 const root = new URL('../../', import.meta.url);
 const AXE = readFileSync(new URL('node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
@@ -1094,6 +1095,20 @@ test('early stopping ends a run whose learning rate is too low, and keeps its be
   await page.close();
 });
 
+// Downloads a page's files as they come, into `dir`, once `count` have come.
+async function downloadsOf(page, dir, count, click) {
+  const downloads = [];
+  const take = (download) => downloads.push(download);
+  page.on('download', take);
+  await click();
+  for (let waited = 0; downloads.length < count && waited < 30_000; waited += 100) await page.waitForTimeout(100);
+  page.off('download', take);
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  for (const download of downloads) await download.saveAs(`${dir}${download.suggestedFilename()}`);
+  return downloads.map((d) => d.suggestedFilename()).sort();
+}
+
 const collectionCount = (page) => page.$eval('#collection-grid', (g) => Number(g.dataset.count));
 
 test('your digits: added from the pad by button and key, uploaded, kept across a reload, exported as IDX that the CLI trains on', { timeout: 300_000 }, async () => {
@@ -1126,15 +1141,9 @@ test('your digits: added from the pad by button and key, uploaded, kept across a
   await waitReady(page);
   await page.waitForFunction(() => document.querySelector('#collection-grid').dataset.count === '6');
   // Exported as MNIST's training pair, which the CLI trains on, holding a fifth out.
-  const downloads = [];
-  page.on('download', (download) => downloads.push(download));
-  await page.click('#export-digits');
-  for (let waited = 0; downloads.length < 2 && waited < 30_000; waited += 100) await page.waitForTimeout(100);
-  assert.deepEqual(downloads.map((d) => d.suggestedFilename()).sort(), ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte']);
   const dir = new URL('own-digits/', screenshots).pathname;
-  rmSync(dir, { recursive: true, force: true });
-  mkdirSync(dir, { recursive: true });
-  for (const download of downloads) await download.saveAs(`${dir}${download.suggestedFilename()}`);
+  assert.deepEqual(await downloadsOf(page, dir, 2, () => page.click('#export-digits')),
+    ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte']);
   const idx = readFileSync(`${dir}train-labels-idx1-ubyte`);
   assert.deepEqual([...idx.subarray(0, 8)], [0, 0, 8, 1, 0, 0, 0, 6]);
   assert.deepEqual([...idx.subarray(8)].sort(), [1, 1, 1, 3, 7, 7]);
@@ -1153,6 +1162,46 @@ test('your digits: added from the pad by button and key, uploaded, kept across a
   await page.click('#start');
   await page.waitForSelector('body[data-state="done"]', { timeout: 120_000 });
   assert.match(await page.textContent('#test-accuracy'), /^\d+\.\d\d%$/);
+  assert.deepEqual(page.consoleErrors, []);
+  await page.close();
+});
+
+test('Download ONNX: onnxruntime-web reads a drawn digit as the page does', { timeout: 300_000 }, async () => {
+  const page = await open('?model=lenet-small&epochs=1&lr=0.05&train_limit=3840&test_limit=500&backend=cpu');
+  await page.evaluate(() => indexedDB.deleteDatabase('webtrain'));
+  await page.reload();
+  await waitReady(page);
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 120_000 });
+  await stroke(page, [140, 40], [142, 240]);
+  await page.waitForFunction(() => /Looks like a \d/.test(document.querySelector('#draw-status').textContent));
+  const shown = await page.$$eval('#probabilities progress', (ps) => ps.map((p) => p.value));
+  // The drawing as the model saw it: added to my digits, exported as IDX.
+  await page.click('#add-as-1');
+  const dir = new URL('onnx/', screenshots).pathname;
+  assert.deepEqual(await downloadsOf(page, dir, 2, () => page.click('#export-digits')),
+    ['train-images-idx3-ubyte', 'train-labels-idx1-ubyte']);
+  const [download] = await Promise.all([page.waitForEvent('download'), page.click('#download-onnx')]);
+  assert.equal(download.suggestedFilename(), 'webtrain-lenet-small.onnx');
+  const saved = `${dir}webtrain-lenet-small.onnx`;
+  await download.saveAs(saved);
+  assert.match(await page.textContent('#weights-status'), /^Saved webtrain-lenet-small\.onnx \(0\.\d MB\)$/);
+  // The file in onnxruntime-web, fed the digit's pixels from 0 to 1 as the README says.
+  ort.env.wasm.numThreads = 1;
+  const session = await ort.InferenceSession.create(readFileSync(saved));
+  assert.deepEqual([session.inputNames, session.outputNames], [['image'], ['logits']]);
+  const idx = readFileSync(`${dir}train-images-idx3-ubyte`);
+  const pixels = Float32Array.from(idx.subarray(16, 16 + 784), (v) => v / 255);
+  const { logits } = await session.run({ image: new ort.Tensor('float32', pixels, [1, 1, 28, 28]) });
+  assert.deepEqual(logits.dims, [1, 10]);
+  const top = Math.max(...logits.data);
+  const exp = Array.from(logits.data, (l) => Math.exp(l - top));
+  const probabilities = exp.map((e) => e / exp.reduce((a, b) => a + b));
+  console.log(`a drawn 1: the page ${shown.map((p) => p.toFixed(4))}, onnxruntime-web ${probabilities.map((p) => p.toFixed(4))}`);
+  for (let digit = 0; digit < 10; digit++) {
+    assert.ok(Math.abs(probabilities[digit] - shown[digit]) < 1e-4, `digit ${digit}: ${probabilities[digit]} against ${shown[digit]}`);
+  }
+  assert.equal(probabilities.indexOf(Math.max(...probabilities)), 1, 'a stroke is a 1');
   assert.deepEqual(page.consoleErrors, []);
   await page.close();
 });

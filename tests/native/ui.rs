@@ -19,10 +19,11 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream, connect_async};
 use webtrain::config::{ModelKind, TrainConfig};
 use webtrain::data::{TEST_IMAGES, TEST_LABELS, TRAIN_IMAGES, TRAIN_LABELS};
 use webtrain::device::BackendChoice;
+use webtrain::onnx::onnx_model;
 use webtrain::session::envelope::{Envelope, MAX_MESSAGE_BYTES};
 use webtrain::session::protocol::{
-    Ask, Control, Download, Evaluate, Follow, Followed, LoadModel, NamedFile, Notice, Payload,
-    Predict, Reply, Request, RunEnded, Train, UseFiles,
+    Ask, Control, Download, Evaluate, ExportOnnx, Follow, Followed, LoadModel, NamedFile, Notice,
+    Payload, Predict, Reply, Request, RunEnded, Train, UseFiles,
 };
 use webtrain::train::{Outcome, TrainEvent};
 
@@ -334,6 +335,13 @@ async fn a_page_trains_natively_and_the_run_files_are_written_and_served() {
     }
     // The weights the page gets are those written.
     let written = std::fs::read(PathBuf::from(&files.folder).join("model.safetensors")).unwrap();
+    // "Download ONNX" gets the run's model as `webtrain export --onnx` writes it.
+    let onnx = page.ask(ExportOnnx {}).await.answer();
+    let exported = onnx_model(&written, ModelKind::LenetSmall).unwrap();
+    assert!(
+        *onnx.bytes() == *exported,
+        "the page's ONNX differs"
+    );
     let sent = ended.weights.bytes().to_vec();
     let (sent, written) = (
         SafeTensors::deserialize(&sent).unwrap(),
@@ -478,6 +486,8 @@ async fn bad_and_oversized_messages_get_errors_and_end_no_run() {
     // A question about a model the engine does not have yet.
     let pixels = Payload::from(vec![0; 10]);
     let why = other.failure(Predict { pixels }).await;
+    assert!(why.contains("no model yet"), "{why}");
+    let why = other.failure(ExportOnnx {}).await;
     assert!(why.contains("no model yet"), "{why}");
     // Too large: this connection is closed with 1009, and no other.
     let oversized = vec![0u8; MAX_MESSAGE_BYTES + 1];
