@@ -9,7 +9,7 @@ export TORCH_VENV ?= $(HOME)/.cache/webtrain/torch-venv
 # (the `measure` feature) that the page's own build leaves off.
 BENCH_DIST := target/bench-dist
 
-.PHONY: serve ui train test bench bench-gpu soak fuzz check-pytorch data
+.PHONY: serve dist ui train test bench bench-gpu soak fuzz check-pytorch data
 
 data:
 	scripts/fetch-mnist.sh data/mnist
@@ -18,11 +18,15 @@ serve: data
 	scripts/setup.sh trunk
 	trunk serve --release
 
+# The page for any static host, at any path (its links are relative), in dist/: upload that
+# folder (docs/hosting.md; .github/workflows/pages.yml publishes it on GitHub Pages).
+dist: data
+	scripts/setup.sh trunk
+	trunk build --release --public-url ./
+
 # The page and a native engine it trains on (the machine's GPU, or every core): prints the
 # page's URL with its token. Flags through ARGS, e.g. make ui ARGS="--out runs --open".
-ui: data
-	scripts/setup.sh trunk
-	trunk build --release
+ui: dist
 	cargo run -- ui --dist dist $(ARGS)
 
 # The build the tests use (Cargo.toml's dev profile: its dependencies fully optimised). Flags
@@ -33,7 +37,7 @@ train: data
 # The code's format and clippy's lints first, then the tests: natively, then in headless
 # Chromium (the browser suites, threaded as the page is), then the page end to end.
 test: data
-	scripts/setup.sh trunk wasm-pack browser e2e mpi onnx
+	scripts/setup.sh trunk wasm-pack browser e2e mpi onnx pytorch
 	cargo fmt --check
 	cargo clippy --all-targets -- -D warnings
 	cargo clippy --features mpi --all-targets -- -D warnings

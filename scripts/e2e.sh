@@ -6,7 +6,8 @@ cd "$(dirname "$0")/.."
 port=${PORT:-8090}
 dist=${CARGO_TARGET_DIR:-target}/e2e-dist
 
-trunk build --dist "$dist"
+# Relative links, as `make dist` writes them: the page works at any path.
+trunk build --dist "$dist" --public-url ./
 # Another server on the port would be the one these tests drive.
 if curl -fs "http://127.0.0.1:$port/" >/dev/null; then
   echo "e2e: port $port is taken (set PORT)" >&2

@@ -9,6 +9,7 @@
 #   scripts/setup.sh e2e       playwright-core, axe-core and onnxruntime-web for the end-to-end tests (npm,
 #                              no browser download)
 #   scripts/setup.sh bench     TensorFlow.js + playwright-core (npm), PyTorch in $TORCH_VENV (pip)
+#   scripts/setup.sh pytorch   torch and torchvision in $TORCH_VENV (pip): the PyTorch script's check
 #   scripts/setup.sh soak      the benchmark's npm packages only
 #   scripts/setup.sh fuzz      cargo-fuzz
 #   scripts/setup.sh onnx      onnx and onnxruntime in $ONNX_VENV (pip): the ONNX export's checks
@@ -90,12 +91,16 @@ setup_fuzz() {
   command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --version 0.13.2 --locked
 }
 
+setup_pytorch() {
+  local venv=${TORCH_VENV:-$HOME/.cache/webtrain/torch-venv}
+  "$venv/bin/python" -c 'import torch, torchvision, numpy, safetensors' 2>/dev/null && return
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet torch torchvision numpy safetensors
+}
+
 setup_bench() {
   setup_soak
-  local venv=${TORCH_VENV:-$HOME/.cache/webtrain/torch-venv}
-  "$venv/bin/python" -c 'import torch, numpy, safetensors' 2>/dev/null && return
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet torch numpy safetensors
+  setup_pytorch
 }
 
 for what in "$@"; do
@@ -106,6 +111,7 @@ for what in "$@"; do
     browser) setup_browser ;;
     e2e) setup_e2e ;;
     bench) setup_bench ;;
+    pytorch) setup_pytorch ;;
     soak) setup_soak ;;
     fuzz) setup_fuzz ;;
     mpi) setup_mpi ;;

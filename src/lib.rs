@@ -19,6 +19,7 @@ pub mod model; // the two LeNets, initialised as PyTorch initialises them
 pub mod onnx; // a trained model as a standard ONNX graph
 pub mod platform; // waiting, threads and memory: what the browser and a native process do differently
 pub mod predict; // what a model says of single digits
+pub mod pytorch; // a run as one self-contained PyTorch script
 pub mod readback; // reading results back from the device, and what a failed read means
 pub mod runs; // runs kept: their records, table and export
 pub mod train; // the training loop, its schedules, checkpoints, range test and fine-tune judgement

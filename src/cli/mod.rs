@@ -63,7 +63,8 @@ enum Command {
     /// Print a table of run folders (best and final test accuracy, time, speed, end and the
     /// settings in which they differ) and write their curves overlaid as an SVG.
     Compare(compare::CompareArgs),
-    /// Write a run's model, or a weights file, as an ONNX model (opset 13) that ONNX Runtime runs.
+    /// Write a run's model, or a weights file, as an ONNX model (opset 13) that ONNX Runtime runs;
+    /// or a run as a PyTorch script that trains it again.
     Export(export::ExportArgs),
     /// Serve the page, and a native engine it can train on (this machine's GPU or every core),
     /// at a URL with a token; runs started there write their files under --out.
@@ -172,9 +173,15 @@ pub fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
         Err(error) => {
+            // One line: clap's first paragraph (a missing argument's name is on the lines
+            // after the first), without its usage and help hints.
             let message = error.to_string();
-            let first = message.lines().next().unwrap_or_default();
-            eprintln!("webtrain: {}", first.trim_start_matches("error: "));
+            let said: Vec<&str> = message
+                .lines()
+                .take_while(|line| !line.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            eprintln!("webtrain: {}", said.join(" ").trim_start_matches("error: "));
             return ExitCode::from(2);
         }
     };

@@ -37,6 +37,11 @@ pub fn wire_controls(page: &Shared) {
             }
         });
     });
+    dom::on("reproduce-pytorch", "click", |_| {
+        if let Err(error) = form::save_pytorch_script() {
+            show_error(&error.to_string());
+        }
+    });
     dom::on("copy-command", "click", |_| {
         wasm_bindgen_futures::spawn_local(async {
             if let Err(error) = form::copy_command().await {

@@ -8,11 +8,12 @@ use web_sys::{HtmlElement, UrlSearchParams};
 use super::dom::{self, by_id, set_text};
 use super::engines::{EngineChoice, token};
 use super::error::PageError;
-use super::schedule_preview;
 use super::state::show_error;
+use super::{download, schedule_preview};
 use crate::config::settings::SETTINGS;
 use crate::config::{ConfigError, TrainConfig};
 use crate::device::DeviceError;
+use crate::pytorch::{pytorch_script, script_name};
 
 /// The form's fields, one a setting: its id is the setting's name with `-` for `_`
 /// (tests/native/settings.rs checks index.html against them).
@@ -188,6 +189,16 @@ pub(super) async fn copy_command() -> Result<(), PageError> {
         ["Command copied", "Copy the command above"],
     )
     .await;
+    Ok(())
+}
+
+/// Offers the form's run as a PyTorch script ("Reproduce in PyTorch").
+pub(super) fn save_pytorch_script() -> Result<(), PageError> {
+    let config = validate_form()?;
+    let name = script_name(&config);
+    let script = pytorch_script(&config, "A webtrain run", &name);
+    download::save_file(script.as_bytes(), &name, "text/x-python")?;
+    set_text("link-status", &format!("Saved {name}"));
     Ok(())
 }
 

@@ -3,6 +3,7 @@
 //! postMessage, so that the page's main thread only draws (src/page/trainer.rs is the page's
 //! side).
 
+mod cache;
 mod mnist;
 pub mod transport;
 

@@ -24,6 +24,12 @@ before(async () => {
 });
 after(() => browser?.close());
 
+// Pages and contexts without the page's service worker, but where a test asks for it: it stands
+// between the page and Playwright's request routing, and the tests of what it does
+// ("… on a static host …") open it themselves.
+const newPage = (options = {}) => browser.newPage({ serviceWorkers: 'block', ...options });
+const newContext = (options = {}) => browser.newContext({ serviceWorkers: 'block', ...options });
+
 // Every main-thread task over 50 ms (the Long Tasks API), and the longest gap between two
 // turns of the event loop, which also counts the shorter ones.
 function watchMainThread() {
@@ -61,7 +67,7 @@ async function waitReady(page) {
 }
 
 async function open(query, at = base) {
-  const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  const page = await newPage({ viewport: { width: 1280, height: 900 } });
   await page.addInitScript(watchMainThread);
   // What the page logs as errors: a test that expects none asserts on it.
   page.consoleErrors = [];
@@ -249,6 +255,24 @@ for (const backend of (process.env.WEBTRAIN_BACKENDS ?? 'auto,gpu').split(',')) 
       const nativeCorrect = Number(natively.match(/Accuracy: (\d+)\/500/)[1]);
       console.log(`reproduced natively: ${nativeCorrect}/500 against the page's ${pageCorrect}/500`);
       assert.ok(Math.abs(nativeCorrect - pageCorrect) <= 5, `native ${nativeCorrect}/500, page ${pageCorrect}/500`);
+      // "Reproduce in PyTorch": the script `webtrain export --pytorch` writes for that native
+      // run, but for its first line; run by PyTorch, it logs at the same steps and lands within
+      // the spread that 20 seeds of this run span on either side (84.2–94.2 %,
+      // docs/training-quality.md).
+      const [script] = await Promise.all([page.waitForEvent('download'), page.click('#reproduce-pytorch')]);
+      assert.equal(script.suggestedFilename(), 'webtrain-lenet-seed1.py');
+      const saved = `${out}/page.py`;
+      await script.saveAs(saved);
+      execFileSync(cli, ['export', '--pytorch', out, '--out', `${out}/webtrain-lenet-seed1.py`], { cwd: root.pathname });
+      const body = (file) => readFileSync(file, 'utf8').split('\n').slice(2).join('\n');
+      assert.equal(body(saved), body(`${out}/webtrain-lenet-seed1.py`));
+      const torch = `${process.env.TORCH_VENV ?? `${process.env.HOME}/.cache/webtrain/torch-venv`}/bin/python`;
+      const reproduced = execFileSync(torch, [saved, '--data', 'data/mnist'], { cwd: root.pathname, encoding: 'utf8' });
+      const places = (log) => [...log.matchAll(/^Train Epoch: (.*)\t/gm)].map((m) => m[1]);
+      assert.deepEqual(places(reproduced), places(natively));
+      const pytorchCorrect = Number(reproduced.match(/Accuracy: (\d+)\/500/)[1]);
+      console.log(`reproduced in PyTorch: ${pytorchCorrect}/500 against the page's ${pageCorrect}/500`);
+      assert.ok(Math.abs(pytorchCorrect - pageCorrect) <= 50, `PyTorch ${pytorchCorrect}/500, page ${pageCorrect}/500`);
     }
     // Start wrote the run's settings back into the URL.
     const url = new URL(page.url());
@@ -508,7 +532,7 @@ test('a bad file of my own is named with its problem', async () => {
 });
 
 test('copy link carries every setting and the link restores the form exactly', async () => {
-  const context = await browser.newContext();
+  const context = await newContext();
   await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: base });
   const page = await context.newPage();
   await page.goto(`${base}/`);
@@ -542,7 +566,7 @@ test('copy link carries every setting and the link restores the form exactly', a
 test('the page loads nothing from other origins: its CSP refuses them', async () => {
   const requests = [];
   const refusals = [];
-  const page = await browser.newPage();
+  const page = await newPage();
   page.on('request', (request) => requests.push(request.url()));
   page.on('console', (m) => m.text().includes('Content Security Policy') && refusals.push(m.text()));
   await page.goto(`${base}/`);
@@ -563,7 +587,7 @@ test('the page loads nothing from other origins: its CSP refuses them', async ()
 });
 
 test('the page and its worker are served with the headers a <meta> cannot give', async () => {
-  const page = await browser.newPage();
+  const page = await newPage();
   const response = await page.goto(`${base}/`);
   await waitReady(page);
   const headers = response.headers();
@@ -587,7 +611,7 @@ test('the page and its worker are served with the headers a <meta> cannot give',
   }, [base, other]);
   assert.deepEqual(fetched, { own: 'fetched', other: 'TypeError', violations: ['connect-src'] });
   // Framed by another page, the page is refused.
-  const framing = await browser.newPage();
+  const framing = await newPage();
   const refused = [];
   framing.on('console', (m) => refused.push(m.text()));
   await framing.setContent(`<iframe src="${base}/"></iframe>`);
@@ -631,24 +655,25 @@ test('one run at a time: a double click starts one run, and the worker refuses a
   await page.close();
 });
 
-// The page as a host that sends only the defaults serves it: scripts/serve.py without COOP and
-// COEP, on a port of its own.
-async function serveNotIsolated() {
+// A server started by `command(port)` on `port`, or one free now; ready once it answers.
+// `requests()` are the paths it logged as served (python's http.server logs each one).
+async function startServer(command, fixedPort) {
   const { spawn } = await import('node:child_process');
   const { createServer } = await import('node:net');
-  const dist = process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', root).pathname;
   // A port free now: another server on it would be the one this test drives.
-  const port = await new Promise((resolve) => {
+  const port = fixedPort ?? await new Promise((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
       const { port } = probe.address();
       probe.close(() => resolve(port));
     });
   });
-  const server = spawn('python3', ['scripts/serve.py', dist, String(port), '--not-isolated'],
-    { cwd: root.pathname, stdio: 'inherit' });
+  const [program, ...args] = command(port);
+  const server = spawn(program, args, { cwd: root.pathname, stdio: ['ignore', 'inherit', 'pipe'] });
+  let log = '';
+  server.stderr.on('data', (chunk) => { log += chunk; });
   const url = `http://127.0.0.1:${port}`;
   for (let tries = 0; ; tries++) {
-    if (server.exitCode !== null) throw new Error(`serve.py exited with ${server.exitCode}`);
+    if (server.exitCode !== null) throw new Error(`${program} exited with ${server.exitCode}: ${log}`);
     try {
       await fetch(`${url}/`);
       break;
@@ -657,8 +682,20 @@ async function serveNotIsolated() {
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   }
-  return { url, stop: () => server.kill() };
+  const requests = () => [...log.matchAll(/"GET (\S+) HTTP/g)].map((m) => m[1]);
+  const stopped = new Promise((resolve) => server.once('exit', resolve));
+  return { url, port, requests, stop: () => { server.kill(); return stopped; } };
 }
+
+const e2eDist = () => process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', root).pathname;
+
+// The page as a host that sends only the defaults serves it: scripts/serve.py without COOP and
+// COEP. The page's service worker, which would add them, is blocked (open's pages block it).
+const serveNotIsolated = () => startServer((port) => ['python3', 'scripts/serve.py', e2eDist(), String(port), '--not-isolated']);
+
+// `dir` as the plainest static host serves it: python's http.server, no header of the page's.
+const serveStatic = (dir, port) => startServer((at) => ['python3', '-m', 'http.server', String(at),
+  '--bind', '127.0.0.1', '--directory', dir], port);
 
 test('a page that is not cross-origin isolated trains on one CPU thread and says why', { timeout: 900_000 }, async () => {
   const server = await serveNotIsolated();
@@ -682,8 +719,144 @@ test('a page that is not cross-origin isolated trains on one CPU thread and says
   }
 });
 
-test('my own files wait for MNIST\'s download and for the run', { timeout: 300_000 }, async () => {
+// Reads `fn` in the page until it holds, across the reloads the page may make meanwhile.
+async function until(page, fn, timeout = 120_000, arg = undefined) {
+  for (const start = Date.now(); Date.now() - start < timeout; await page.waitForTimeout(200)) {
+    if (await page.evaluate(fn, arg).catch(() => false)) return;
+  }
+  throw new Error(`never held: ${fn}`);
+}
+
+// The caches the page's origin keeps, each with the paths of what it holds.
+const kept = (page) => page.evaluate(async () => Object.fromEntries(await Promise.all((await caches.keys()).map(
+  async (name) => [name, (await (await caches.open(name)).keys()).map((r) => new URL(r.url).pathname).sort()]))));
+
+const MNIST_PATHS = ['/t10k-images-idx3-ubyte.gz', '/t10k-labels-idx1-ubyte.gz', '/train-images-idx3-ubyte.gz', '/train-labels-idx1-ubyte.gz'];
+
+test('on a static host that sends no headers: the service worker isolates the page, every core trains, MNIST comes once, and offline a reload trains', { timeout: 600_000 }, async () => {
+  // The folder above the page's: the page at a path of its own, as on GitHub Pages.
+  const dist = e2eDist().replace(/\/$/, '');
+  const server = await serveStatic(dist.slice(0, dist.lastIndexOf('/')));
+  const at = `${server.url}/${dist.slice(dist.lastIndexOf('/') + 1)}`;
+  const under = (path) => new URL(at).pathname + path;
+  // A profile of its own on disk: Chromium installs no app from an incognito one, which every
+  // other context here is.
+  const profile = new URL('static-host-profile/', screenshots).pathname;
+  rmSync(profile, { recursive: true, force: true });
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: '/usr/bin/chromium', headless: true, args: flags, viewport: { width: 1280, height: 900 },
+  });
+  try {
+    const page = context.pages()[0] ?? await context.newPage();
+    page.consoleErrors = [];
+    page.on('console', (m) => m.type() === 'error' && page.consoleErrors.push(m.text()));
+    const query = '?model=lenet-small&epochs=1&train_limit=640&test_limit=100&backend=cpu';
+    await page.goto(`${at}/${query}`);
+    // The first visit registers the worker, which then controls the page: one reload isolates it.
+    await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
+    const cores = await page.evaluate(() => navigator.hardwareConcurrency);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+    assert.match(await page.textContent('#backend'), new RegExp(`^CPU, ${cores} threads — `));
+    assert.equal(threadWorkers(page).length, cores);
+    // Installable, as Chromium itself judges it: the manifest, its icons, the worker.
+    const cdp = await context.newCDPSession(page);
+    const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
+    assert.deepEqual(installabilityErrors, []);
+    // The build's files kept whole, MNIST beside them.
+    await until(page, async () => (await caches.keys()).some((name) => name.startsWith('webtrain-app-')));
+    const stored = await kept(page);
+    const app = Object.keys(stored).find((name) => name.startsWith('webtrain-app-'));
+    for (const file of ['/', '/index.html', '/webtrain_bg.wasm', '/worker.js', '/manifest.webmanifest']) {
+      assert.ok(stored[app].includes(under(file)), `${file} kept: ${stored[app]}`);
+    }
+    assert.deepEqual(stored['webtrain-mnist'], MNIST_PATHS.map(under));
+    const mnistRequests = () => server.requests().filter((path) => path.endsWith('-ubyte.gz'));
+    assert.equal(mnistRequests().length, 4, `${mnistRequests()}`);
+    // A reload, and the engine's device switched and switched back, download nothing again.
+    await page.reload();
+    await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
+    for (const device of ['gpu', 'cpu']) {
+      await page.selectOption('#backend-choice', device);
+      await page.click('#start');
+      await page.waitForSelector('body[data-state="done"]', { timeout: 300_000 });
+    }
+    assert.equal(mnistRequests().length, 4, `${mnistRequests()}`);
+    // Offline, the host gone: a reload shows the page, isolated still, and trains on every core.
+    await server.stop();
+    await context.setOffline(true);
+    await page.reload();
+    await waitReady(page);
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), true);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+    assert.match(await page.textContent('#backend'), new RegExp(`^CPU, ${cores} threads — `));
+    assert.match(await page.textContent('#test-accuracy'), /^\d+\.\d\d%$/);
+    assert.deepEqual(page.consoleErrors, []);
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});
+
+test('a new build replaces the old: an older service worker never serves the newer page its files, and offline the newer build loads whole', { timeout: 300_000 }, async () => {
+  // A second build: the first one's files with its page and its training worker's script
+  // changed (files trunk gives no integrity hash), and its service worker made anew for them,
+  // the build's last step.
+  const first = e2eDist();
+  const second = new URL('second-build/', screenshots).pathname;
+  rmSync(second, { recursive: true, force: true });
+  execFileSync('cp', ['-r', first, second]);
+  const { writeFileSync, appendFileSync } = await import('node:fs');
+  const html = readFileSync(`${first}/index.html`, 'utf8').replace('<head>', '<head>\n  <meta name="build" content="second">');
+  writeFileSync(`${second}/index.html`, html);
+  appendFileSync(`${second}/worker.js`, "\nself.build = 'second';\n");
+  execFileSync('python3', ['scripts/post-build.py', '--service-worker', second], { cwd: root.pathname });
+  const buildOf = (dir) => readFileSync(`${dir}/service-worker.js`, 'utf8').match(/const BUILD = "(\w+)"/)[1];
+  assert.notEqual(buildOf(first), buildOf(second));
+
+  let server = await serveStatic(first);
+  const { port } = server;
   const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    await page.goto(`${server.url}/?backend=cpu`);
+    await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
+    await until(page, async (name) => (await caches.keys()).includes(name), 60_000, `webtrain-app-${buildOf(first)}`);
+    // The page, the training worker it started, and the worker script it would get now.
+    const seen = async () => ({
+      page: await page.evaluate(() => document.querySelector('meta[name="build"]')?.content ?? 'first'),
+      worker: await (await trainingWorker(page)).evaluate(() => self.build ?? 'first'),
+      fetched: await page.evaluate(async () => ((await (await fetch('worker.js')).text()).includes('second') ? 'second' : 'first')),
+    });
+    assert.deepEqual(await seen(), { page: 'first', worker: 'first', fetched: 'first' });
+    // The host now serves the second build. The first build's service worker still answers
+    // until the second's takes over, and what it gives the reloaded page is the second's.
+    await server.stop();
+    server = await serveStatic(second, port);
+    await page.reload();
+    await waitReady(page);
+    const all = { page: 'second', worker: 'second', fetched: 'second' };
+    assert.deepEqual(await seen(), all);
+    // The second build's service worker keeps its files, and the first build's cache goes.
+    await until(page, async (name) => {
+      const names = (await caches.keys()).filter((n) => n.startsWith('webtrain-app-'));
+      return names.length === 1 && names[0] === name;
+    }, 60_000, `webtrain-app-${buildOf(second)}`);
+    // Offline, the second build loads whole from its cache.
+    await server.stop();
+    await context.setOffline(true);
+    await page.reload();
+    await waitReady(page);
+    assert.deepEqual(await seen(), all);
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});
+
+test('my own files wait for MNIST\'s download and for the run', { timeout: 300_000 }, async () => {
+  const context = await newContext();
   let release;
   const held = new Promise((resolve) => { release = resolve; });
   await context.route('**/t10k-labels-idx1-ubyte.gz', async (route) => { await held; await route.continue(); });
@@ -714,7 +887,7 @@ test('?backend=gpu in a browser without WebGPU says so, at load and at Start', {
     args: flags.filter((flag) => !/webgpu|Vulkan/i.test(flag)),
   });
   try {
-    const page = await plain.newPage();
+    const page = await plain.newPage({ serviceWorkers: 'block' });
     await page.goto(`${base}/?epochs=1&train_limit=640&test_limit=100&model=lenet-small&backend=gpu`);
     await waitReady(page);
     assert.match(await page.textContent('#error'), /no GPU available/);
@@ -731,7 +904,7 @@ test('?backend=gpu in a browser without WebGPU says so, at load and at Start', {
 });
 
 test('a worker whose script fails to load is said, not left loading', async () => {
-  const context = await browser.newContext();
+  const context = await newContext();
   await context.route('**/worker.js', (route) => route.fulfill({ status: 404, body: 'not here' }));
   const page = await context.newPage();
   await page.goto(`${base}/`);
@@ -939,7 +1112,7 @@ test('runs are kept and compared: two learning rates, their differing setting, r
 
 test('a tab closed mid-run leaves its run kept as far as it trained', { timeout: 300_000 }, async () => {
   // One browser context: the tabs share this browser's IndexedDB.
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  const context = await newContext({ viewport: { width: 1280, height: 900 } });
   const page = await context.newPage();
   await page.goto(`${base}/?model=lenet&epochs=1&backend=cpu&log_interval=20`);
   await waitReady(page);
@@ -1283,7 +1456,7 @@ const SIZES = [[1280, 800], [1440, 900], [1920, 1080], [390, 844]];
 for (const [width, height] of SIZES) {
   const phone = width < 800;
   test(`the page at ${width}×${height}: no text cut or wrapped, ${phone ? 'one column for touch' : 'the charts in the first screen while training'}`, { timeout: 300_000 }, async () => {
-    const page = await browser.newPage({ viewport: { width, height }, hasTouch: phone, isMobile: phone });
+    const page = await newPage({ viewport: { width, height }, hasTouch: phone, isMobile: phone });
     await page.goto(`${base}/?epochs=1&train_limit=6400&test_limit=200&log_interval=10&model=lenet-small&backend=cpu`);
     await waitReady(page);
     assert.deepEqual(await page.evaluate(layoutProblems), [], 'idle');
@@ -1337,7 +1510,7 @@ for (const [width, height] of SIZES) {
 
 for (const scheme of ['light', 'dark']) {
   test(`axe-core finds nothing serious in the ${scheme} theme, idle, training and done; the charts follow the theme`, { timeout: 300_000 }, async () => {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 800 }, colorScheme: scheme });
+    const page = await newPage({ viewport: { width: 1280, height: 800 }, colorScheme: scheme });
     await page.goto(`${base}/?epochs=1&train_limit=1280&test_limit=200&log_interval=5&model=lenet-small&backend=cpu`);
     await waitReady(page);
     assert.deepEqual(await axeViolations(page), [], 'idle');
@@ -1412,7 +1585,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
   rmSync(out, { recursive: true, force: true });
   const ui = await startUi(out);
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const page = await newPage({ viewport: { width: 1280, height: 900 } });
     // What the page logs as errors: a test that expects none asserts on it.
   page.consoleErrors = [];
   page.on('console', (m) => {
@@ -1438,7 +1611,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     await page.waitForFunction((s) => Number(document.querySelector('#step').textContent) > s, seen);
     // Steered from another tab, opened on the bare URL (its backend `auto`, which is the
     // browser's here): it shows the run on the native engine, and pauses and stops it there.
-    const other = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+    const other = await newPage({ viewport: { width: 1280, height: 900 } });
     await other.goto(ui.url);
     await other.waitForSelector('body[data-state="training"]', { timeout: 180_000 });
     assert.equal(await other.inputValue('#backend-choice'), 'native');
@@ -1484,7 +1657,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     await page.close();
 
     // Without the token the page has no native engine, and says so when asked for it.
-    const bare = await browser.newPage();
+    const bare = await newPage();
     await bare.goto(`${new URL(ui.url).origin}/?backend=native`);
     await waitReady(bare);
     assert.match(await bare.textContent('#error'), /only when webtrain ui opens the page/);
@@ -1492,7 +1665,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     await bare.close();
     // A page of another origin holding the token is refused the engine by the server (the
     // page's CSP would refuse the connection first; this one is let through).
-    const foreign = await browser.newPage({ bypassCSP: true });
+    const foreign = await newPage({ bypassCSP: true });
     await foreign.goto(base);
     const token = new URL(ui.url).searchParams.get('token');
     const refused = await foreign.evaluate((url) => new Promise((resolve) => {

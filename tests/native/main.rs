@@ -30,6 +30,7 @@ mod lr_find;
 mod mpi;
 mod onnx;
 mod pytorch_parity;
+mod pytorch_script;
 mod resume;
 mod settings;
 mod training;

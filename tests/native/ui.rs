@@ -338,10 +338,7 @@ async fn a_page_trains_natively_and_the_run_files_are_written_and_served() {
     // "Download ONNX" gets the run's model as `webtrain export --onnx` writes it.
     let onnx = page.ask(ExportOnnx {}).await.answer();
     let exported = onnx_model(&written, ModelKind::LenetSmall).unwrap();
-    assert!(
-        *onnx.bytes() == *exported,
-        "the page's ONNX differs"
-    );
+    assert!(*onnx.bytes() == *exported, "the page's ONNX differs");
     let sent = ended.weights.bytes().to_vec();
     let (sent, written) = (
         SafeTensors::deserialize(&sent).unwrap(),
