@@ -799,6 +799,43 @@ test('on a static host that sends no headers: the service worker isolates the pa
   }
 });
 
+test('a host whose headers forbid isolation: the page reloads once for its service worker, then trains on one thread, says why, and reloads no more', { timeout: 300_000 }, async () => {
+  // COEP sent as unsafe-none: the service worker leaves a header the host sent alone.
+  const server = await startServer((port) => ['python3', '-c', `
+import functools, http.server
+class Handler(http.server.SimpleHTTPRequestHandler):
+    def end_headers(self):
+        self.send_header("Cross-Origin-Embedder-Policy", "unsafe-none")
+        super().end_headers()
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer(("127.0.0.1", ${port}), functools.partial(Handler, directory="${e2eDist()}")).serve_forever()
+`]);
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    let loads = 0;
+    page.on('load', () => loads++);
+    const query = '?model=lenet-small&epochs=1&train_limit=640&test_limit=100&backend=cpu';
+    await page.goto(`${server.url}/${query}`);
+    await until(page, () => navigator.serviceWorker.controller !== null && document.body.dataset.state === 'ready');
+    await page.waitForTimeout(3000);
+    assert.equal(loads, 2, 'the first load, and one reload');
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+    assert.match(await page.textContent('#backend'), /^CPU, 1 thread \(the page is not cross-origin isolated\)/);
+    // A reload in the same tab is the only one.
+    await page.reload();
+    await waitReady(page);
+    await page.waitForTimeout(3000);
+    assert.equal(loads, 3);
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});
+
 test('a new build replaces the old: an older service worker never serves the newer page its files, and offline the newer build loads whole', { timeout: 300_000 }, async () => {
   // A second build: the first one's files with its page and its training worker's script
   // changed (files trunk gives no integrity hash), and its service worker made anew for them,
