@@ -72,7 +72,10 @@ impl MpiGroup {
         let mut len = bytes.len() as u64;
         root.broadcast_into(&mut len);
         bytes.resize(len as usize, 0);
-        root.broadcast_into(&mut bytes[..]);
+        // Every process knows the length now: none sends an empty buffer, which MPI refuses.
+        if len > 0 {
+            root.broadcast_into(&mut bytes[..]);
+        }
     }
 
     /// Checks that every process trains the run rank 0 trains: the same settings (their

@@ -41,7 +41,9 @@ mod with_mpi {
     use std::rc::Rc;
 
     use super::{CliError, TrainArgs};
-    use crate::cli::train::{asked_start, drive_shown, stop_on_interrupt};
+    use std::path::Path;
+
+    use crate::cli::train::{StartFiles, asked_start, drive_shown, stop_on_interrupt};
     use crate::cli::{own_data, read_limited};
     use crate::config::DeviceList;
     use crate::device::{BackendChoice, hardware_gpus};
@@ -50,12 +52,12 @@ mod with_mpi {
     use crate::train::checkpoint::Checkpoint;
     use crate::train::checkpoint::format::MAX_CHECKPOINT_BYTES;
     use crate::train::{ProcessGroup, TrainControl};
+    use crate::weights::MAX_WEIGHTS_BYTES;
 
     pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
         let group = Rc::new(MpiGroup::join()?);
         let rank = group.rank();
-        let ready = shared_checkpoint(&group, &args)
-            .and_then(|checkpoint| get_ready(&args, checkpoint, &group));
+        let ready = shared_start(&group, &args).and_then(|files| get_ready(&args, files, &group));
         if let (Err(error), true) = (&ready, rank != 0) {
             eprintln!("webtrain: rank {rank}: {error}");
         }
@@ -89,37 +91,58 @@ mod with_mpi {
         }
     }
 
-    /// The checkpoint a resumed run goes on from, as rank 0 read it: the other machines need
-    /// no copy of the file.
-    fn shared_checkpoint(
+    /// The files the run starts from (`--resume`, `--init`), as rank 0 read them: the other
+    /// machines need no copy, and every process starts where rank 0 does.
+    fn shared_start(group: &MpiGroup, args: &TrainArgs) -> Result<StartFiles, CliError> {
+        // Both broadcasts on every process before either can fail, so that they pair up.
+        let checkpoint = shared_file(group, args.resume.as_deref(), MAX_CHECKPOINT_BYTES);
+        let init = shared_file(group, args.init.as_deref(), MAX_WEIGHTS_BYTES);
+        let checkpoint = checkpoint?
+            .map(|bytes| {
+                Checkpoint::from_bytes(&bytes).map_err(|source| CliError::Checkpoint {
+                    path: args.resume.clone().unwrap_or_else(|| "--resume".into()),
+                    source,
+                })
+            })
+            .transpose()?;
+        Ok(StartFiles {
+            checkpoint,
+            init: init?,
+        })
+    }
+
+    /// The file at `path` as rank 0 read it, on every process; none where rank 0 was given
+    /// none. Every process calls it whatever its own arguments say, so that the broadcasts
+    /// pair up; a file rank 0 cannot read is rank 0's to report.
+    fn shared_file(
         group: &MpiGroup,
-        args: &TrainArgs,
-    ) -> Result<Option<Checkpoint>, CliError> {
-        let Some(path) = &args.resume else {
-            return Ok(None);
+        path: Option<&Path>,
+        limit: usize,
+    ) -> Result<Option<Vec<u8>>, CliError> {
+        let read = match (group.rank(), path) {
+            (0, Some(path)) => Some(read_limited(path, limit)),
+            _ => None,
         };
-        let read = match group.rank() {
-            0 => read_limited(path, MAX_CHECKPOINT_BYTES),
-            _ => Ok(Vec::new()),
+        // A leading 1 and the file where rank 0 has it; nothing where it has none.
+        let mut shared = match &read {
+            Some(Ok(bytes)) => [&[1][..], bytes].concat(),
+            _ => Vec::new(),
         };
-        let mut bytes = read.as_ref().map_or_else(|_| Vec::new(), Clone::clone);
-        group.broadcast(&mut bytes);
-        read?;
-        let checkpoint = Checkpoint::from_bytes(&bytes).map_err(|source| CliError::Checkpoint {
-            path: path.into(),
-            source,
-        })?;
-        Ok(Some(checkpoint))
+        group.broadcast(&mut shared);
+        if let Some(Err(error)) = read {
+            return Err(error);
+        }
+        Ok((!shared.is_empty()).then(|| shared.split_off(1)))
     }
 
     /// This process's run, prepared on its own devices: where the run names none, one
     /// hardware GPU a process by its place on its machine, when the machine has any.
     fn get_ready(
         args: &TrainArgs,
-        checkpoint: Option<Checkpoint>,
+        files: StartFiles,
         group: &MpiGroup,
     ) -> Result<Prepared, CliError> {
-        let (mut config, start) = asked_start(args, checkpoint)?;
+        let (mut config, start) = asked_start(args, Some(files))?;
         let backend = args.run.setup.backend;
         if config.devices == DeviceList::Auto && backend == BackendChoice::Auto {
             let gpus = pollster::block_on(hardware_gpus()).len();

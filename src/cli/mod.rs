@@ -133,6 +133,14 @@ fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, C
     })
 }
 
+/// A weights file's `bytes`, read from `path`, as a model on the CPU.
+fn weights_from(bytes: Vec<u8>, path: &Path, model: ModelKind) -> Result<Net, CliError> {
+    from_safetensors(bytes, model, &Device::flex()).map_err(|source| CliError::Weights {
+        path: path.into(),
+        source,
+    })
+}
+
 /// Writes an SVG chart to `path` and says so.
 fn write_svg(path: &Path, svg: String) -> Result<(), CliError> {
     std::fs::write(path, svg).map_err(|source| CliError::Write {

@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use burn::prelude::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::TrainConfig;
@@ -17,9 +16,10 @@ use crate::train::{Divergence, Outcome, TrainControl, TrainEvent};
 
 use super::error::INTERRUPTED_EXIT;
 use super::own_data::{self, report};
-use super::{CliError, RunArgs, load_checkpoint, load_weights};
+use super::{CliError, RunArgs, load_checkpoint, read_limited, weights_from};
 use crate::native::record::FolderRecord;
 use crate::native::run_folder::{CHECKPOINT, RunFolder};
+use crate::weights::MAX_WEIGHTS_BYTES;
 
 #[derive(clap::Args)]
 pub struct TrainArgs {
@@ -30,7 +30,7 @@ pub struct TrainArgs {
     out: Option<PathBuf>,
     /// Start from these weights (.safetensors with PyTorch's names) instead of a fresh model.
     #[arg(long)]
-    init: Option<PathBuf>,
+    pub(super) init: Option<PathBuf>,
     /// Go on with the run a checkpoint.safetensors was taken from, with its settings; --epochs
     /// may extend it.
     #[arg(long, conflicts_with = "init")]
@@ -89,31 +89,57 @@ pub(super) fn drive_shown(args: &TrainArgs, prepared: Prepared) -> Result<(), Cl
     Ok(())
 }
 
+/// The files a run starts from, read: the checkpoint it resumes, and the weights it starts
+/// from. Under MPI rank 0 reads them and every process takes its copy (cli/distributed.rs).
+#[derive(Default)]
+pub(super) struct StartFiles {
+    pub checkpoint: Option<Checkpoint>,
+    pub init: Option<Vec<u8>>,
+}
+
+impl StartFiles {
+    /// The files `--resume` and `--init` name, read here.
+    fn read(args: &TrainArgs) -> Result<Self, CliError> {
+        Ok(Self {
+            checkpoint: args.resume.as_deref().map(load_checkpoint).transpose()?,
+            init: args
+                .init
+                .as_deref()
+                .map(|path| read_limited(path, MAX_WEIGHTS_BYTES))
+                .transpose()?,
+        })
+    }
+}
+
 /// The run the flags ask for: its settings, and where it starts (a checkpoint, weights, or
-/// fresh). A resumed run's checkpoint is read from its file unless it is `given`.
+/// fresh), from the files `--resume` and `--init` name, or from the files `shared` when another
+/// process read them.
 pub(super) fn asked_start(
     args: &TrainArgs,
-    given: Option<Checkpoint>,
+    shared: Option<StartFiles>,
 ) -> Result<(TrainConfig, RunStart), CliError> {
     let settings = &args.run.settings;
-    if let Some(path) = &args.resume {
+    if args.resume.is_some() {
         // More epochs extend the run; other devices train the same run.
         let changes_the_run = |name: &&str| !["epochs", "devices"].contains(name);
         if let Some(name) = settings.given().find(changes_the_run) {
             return Err(CliError::ResumeWith(name));
         }
-        let mut checkpoint = match given {
-            Some(checkpoint) => checkpoint,
-            None => load_checkpoint(path)?,
-        };
+    }
+    let files = match shared {
+        Some(files) => files,
+        None => StartFiles::read(args)?,
+    };
+    if let Some(mut checkpoint) = files.checkpoint {
         checkpoint.config = settings.apply(checkpoint.config)?;
         let config = checkpoint.config.clone();
         return Ok((config, RunStart::Checkpoint(Box::new(checkpoint))));
     }
     let config = settings.apply(TrainConfig::default())?;
-    let start = match &args.init {
-        Some(path) => {
-            RunStart::Weights(Box::new(load_weights(path, config.model, &Device::flex())?))
+    let start = match files.init {
+        Some(bytes) => {
+            let path = args.init.clone().unwrap_or_else(|| "--init".into());
+            RunStart::Weights(Box::new(weights_from(bytes, &path, config.model)?))
         }
         None => RunStart::Fresh,
     };
