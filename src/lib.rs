@@ -11,6 +11,7 @@ pub mod data; // MNIST, one's own digits, batches, augmentation
 pub mod device; // the device a run trains on: a GPU through wgpu or WebGPU, or every core
 #[cfg(feature = "mpi")]
 pub mod distributed; // a run over several processes and machines, on MPI
+pub mod inspect; // inside the network: how each layer learns, where the digits lie
 pub mod json_float; // non-finite floats in JSON
 #[cfg(feature = "measure")]
 pub mod measure; // benchmarks and profiles through the loop itself

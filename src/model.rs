@@ -5,6 +5,7 @@ use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::TensorData;
+use burn::tensor::activation::softmax;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use rand::rngs::StdRng;
@@ -134,6 +135,51 @@ impl Net {
     }
 }
 
+/// Each layer's output for a batch of images, as the views of the network draw them.
+pub struct LayerOutputs {
+    /// conv1 with its bias and ReLU: [b, c1, 24, 24]
+    pub conv1: Tensor<4>,
+    /// conv1's maps pooled: [b, c1, 12, 12]
+    pub pool1: Tensor<4>,
+    /// conv2 with its bias and ReLU: [b, c2, 8, 8]
+    pub conv2: Tensor<4>,
+    /// conv2's maps pooled: [b, c2, 4, 4]
+    pub pool2: Tensor<4>,
+    /// fc1 with its ReLU: [b, hidden]
+    pub fc1: Tensor<2>,
+    /// The softmax of the logits: [b, classes]
+    pub probabilities: Tensor<2>,
+}
+
+impl Net {
+    /// Each layer's output for `images` [b, 1, 28, 28]. The maps are taken before their pool,
+    /// as PyTorch's model computes them, where training pools first (`Conv::forward_pooled`):
+    /// the pooled maps and what follows are the same.
+    pub fn layer_outputs(&self, images: Tensor<4>) -> LayerOutputs {
+        let conv1 = self.conv1.forward_unpooled(images);
+        let pool1 = self.pool.forward(conv1.clone());
+        let conv2 = self.conv2.forward_unpooled(pool1.clone());
+        let pool2 = self.pool.forward(conv2.clone());
+        // In fc1's order, [h, w, c]: see `FC1_WEIGHT`.
+        let flat = pool2.clone().permute([0, 2, 3, 1]).flatten::<2>(1, 3);
+        let fc1 = relu(self.fc1.forward(flat));
+        let probabilities = softmax(self.fc2.forward(fc1.clone()), 1);
+        LayerOutputs {
+            conv1,
+            pool1,
+            conv2,
+            pool2,
+            fc1,
+            probabilities,
+        }
+    }
+
+    /// conv1's filters, [c1, 1, 5, 5].
+    pub fn conv1_filters(&self) -> Tensor<4> {
+        self.conv1.weight.val()
+    }
+}
+
 /// The one parameter whose layout differs from PyTorch's. fc1 reads conv2's pooled maps in
 /// [h, w, c] order, as burn's GPU convolutions and pooling lay them out in memory: flattening
 /// them in PyTorch's [c, h, w] order (`view(-1, c2·16)`) would copy them in the forward pass,
@@ -231,6 +277,12 @@ pub struct Conv {
 }
 
 impl Conv {
+    /// The convolution, its bias and ReLU, unpooled: [b, in, h, w] -> [b, out, h−4, w−4].
+    fn forward_unpooled(&self, x: Tensor<4>) -> Tensor<4> {
+        let options = ConvOptions::new([1, 1], [0, 0], [1, 1], 1);
+        relu(conv2d(x, self.weight.val(), Some(self.bias.val()), options))
+    }
+
     /// The convolution, a 2×2 max-pool, then ReLU: [b, in, h, w] -> [b, out, (h−4)/2, (w−4)/2].
     ///
     /// The bias and ReLU come after the pool, where PyTorch's model has them before: max-pooling

@@ -25,6 +25,7 @@ mod early_stop;
 mod fine_tune;
 mod flex_kernels;
 mod intervals;
+mod layers;
 mod lr_find;
 #[cfg(feature = "mpi")]
 mod mpi;
