@@ -126,16 +126,17 @@ fn read_limited(path: &Path, limit: usize) -> Result<Vec<u8>, CliError> {
 
 /// Weights from `path`, read no further than a LeNet's weights can reach.
 fn load_weights(path: &Path, model: ModelKind, device: &Device) -> Result<Net, CliError> {
-    let bytes = read_limited(path, MAX_WEIGHTS_BYTES)?;
-    from_safetensors(bytes, model, device).map_err(|source| CliError::Weights {
-        path: path.into(),
-        source,
-    })
+    weights_from(read_limited(path, MAX_WEIGHTS_BYTES)?, path, model, device)
 }
 
-/// A weights file's `bytes`, read from `path`, as a model on the CPU.
-fn weights_from(bytes: Vec<u8>, path: &Path, model: ModelKind) -> Result<Net, CliError> {
-    from_safetensors(bytes, model, &Device::flex()).map_err(|source| CliError::Weights {
+/// A weights file's `bytes`, read from `path`, as a model on `device`.
+fn weights_from(
+    bytes: Vec<u8>,
+    path: &Path,
+    model: ModelKind,
+    device: &Device,
+) -> Result<Net, CliError> {
+    from_safetensors(bytes, model, device).map_err(|source| CliError::Weights {
         path: path.into(),
         source,
     })

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use burn::prelude::Device;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::config::TrainConfig;
@@ -139,7 +140,12 @@ pub(super) fn asked_start(
     let start = match files.init {
         Some(bytes) => {
             let path = args.init.clone().unwrap_or_else(|| "--init".into());
-            RunStart::Weights(Box::new(weights_from(bytes, &path, config.model)?))
+            RunStart::Weights(Box::new(weights_from(
+                bytes,
+                &path,
+                config.model,
+                &Device::flex(),
+            )?))
         }
         None => RunStart::Fresh,
     };

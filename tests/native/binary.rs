@@ -37,3 +37,21 @@ pub fn logged_losses(stdout: &[u8]) -> Vec<f64> {
         })
         .collect()
 }
+
+/// A safetensors file's tensors as f32 values, by name, in name order.
+pub fn tensors(bytes: &[u8]) -> Vec<(String, Vec<f32>)> {
+    let tensors = safetensors::SafeTensors::deserialize(bytes).unwrap();
+    let mut named: Vec<_> = tensors
+        .tensors()
+        .into_iter()
+        .map(|(name, view)| {
+            let values = view
+                .data()
+                .chunks(4)
+                .map(|b| f32::from_le_bytes(b.try_into().unwrap()));
+            (name, values.collect())
+        })
+        .collect();
+    named.sort_by(|a, b| a.0.cmp(&b.0));
+    named
+}

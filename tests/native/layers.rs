@@ -5,8 +5,8 @@
 use std::collections::HashMap;
 
 use burn::prelude::*;
-use safetensors::SafeTensors;
 
+use crate::binary::tensors;
 use crate::common;
 use webtrain::config::ModelKind;
 use webtrain::data::batcher::MnistBatcher;
@@ -15,18 +15,7 @@ use webtrain::weights::to_safetensors;
 
 /// A parameter's values, by PyTorch's name.
 fn parameters(bytes: &[u8]) -> HashMap<String, Vec<f32>> {
-    let tensors = SafeTensors::deserialize(bytes).unwrap();
-    tensors
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| {
-            let values = view
-                .data()
-                .chunks(4)
-                .map(|b| f32::from_le_bytes(b.try_into().unwrap()));
-            (name, values.collect())
-        })
-        .collect()
+    tensors(bytes).into_iter().collect()
 }
 
 /// A 5×5 convolution with its bias, then ReLU: [inputs, side, side] -> [outputs, side−4, side−4].

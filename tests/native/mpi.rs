@@ -8,12 +8,11 @@ use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use burn::prelude::Device;
-use safetensors::SafeTensors;
 use webtrain::config::ModelKind;
 use webtrain::model::NetConfig;
 use webtrain::weights::to_safetensors;
 
-use crate::binary::logged_losses;
+use crate::binary::{logged_losses, tensors};
 
 /// `mpirun` starting one process per entry of `ranks`, each with its own arguments: Open MPI
 /// over TCP on the loopback interface, one CPU thread a process (two processes on two cores).
@@ -67,21 +66,7 @@ fn succeeded(output: Output) -> Output {
 
 /// The weights a run wrote, by name.
 fn weights(run: &Path) -> Vec<(String, Vec<f32>)> {
-    let bytes = std::fs::read(run.join("model.safetensors")).unwrap();
-    let tensors = SafeTensors::deserialize(&bytes).unwrap();
-    let mut named: Vec<_> = tensors
-        .tensors()
-        .into_iter()
-        .map(|(name, view)| {
-            let values = view
-                .data()
-                .chunks(4)
-                .map(|b| f32::from_le_bytes(b.try_into().unwrap()));
-            (name, values.collect())
-        })
-        .collect();
-    named.sort_by(|a, b| a.0.cmp(&b.0));
-    named
+    tensors(&std::fs::read(run.join("model.safetensors")).unwrap())
 }
 
 /// 50 steps of lenet at batch 64, every loss logged, augmented, on the CPU. (At --lr 0.02 a
