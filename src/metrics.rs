@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::config::TrainConfig;
+use crate::inspect::learning::LearningReport;
+use crate::inspect::watch::LearningWarning;
 use crate::train::checkpoint::Position;
 use crate::train::interval::IntervalReport;
 use crate::train::{Divergence, EpochReport, MemoryReport, Outcome, TrainEvent};
@@ -55,6 +57,12 @@ pub struct RunMetrics {
     /// The epoch whose model the run kept, when early stopping chose it.
     #[serde(default)]
     pub best_epoch: Option<usize>,
+    /// How each layer learned, at each log line.
+    #[serde(default)]
+    pub learning: Vec<LearningReport>,
+    /// What the learning figures warned of.
+    #[serde(default)]
+    pub warnings: Vec<LearningWarning>,
 }
 
 impl RunMetrics {
@@ -78,6 +86,8 @@ impl RunMetrics {
                 .map_or(0.0, |since| since.as_millis() as f64),
             training_secs: 0.0,
             best_epoch: None,
+            learning: Vec::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -99,6 +109,8 @@ impl RunMetrics {
             TrainEvent::Interval(report) => self.intervals.push(report.clone()),
             TrainEvent::Epoch(report) => self.epochs.push(report.clone()),
             TrainEvent::Memory(report) => self.memory.push(report.clone()),
+            TrainEvent::Learning(report) => self.learning.push((**report).clone()),
+            TrainEvent::Warning(warning) => self.warnings.push(warning.clone()),
             TrainEvent::LrChanged { step, lr } => self.lr_changes.push(LrChange {
                 step: *step,
                 lr: *lr,
@@ -141,6 +153,8 @@ impl RunMetrics {
         self.losses.retain(|point| point.step <= step);
         self.intervals.retain(|interval| interval.step <= step);
         self.lr_changes.retain(|change| change.step <= step);
+        self.learning.retain(|report| report.step <= step);
+        self.warnings.retain(|warning| warning.step <= step);
     }
 
     /// Keeps at most `max` loss points and as many intervals (at least 2 of each) for a chart
@@ -153,6 +167,8 @@ impl RunMetrics {
             ..later.clone()
         });
         halve(&mut self.intervals, max, IntervalReport::merge);
+        // Each log line's figures are whole: of two, the later stays.
+        halve(&mut self.learning, max, |_, later| later.clone());
     }
 
     pub fn to_json(&self) -> String {

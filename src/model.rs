@@ -5,13 +5,16 @@ use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
 use burn::tensor::TensorData;
-use burn::tensor::activation::softmax;
 use burn::tensor::module::conv2d;
 use burn::tensor::ops::ConvOptions;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};
 
 use crate::config::ModelKind;
+
+mod layers;
+
+pub use layers::{LAYERS, LayerOutputs};
 
 /// conv(1,c1,5)-maxpool2-conv(c1,c2,5)-maxpool2-fc(16·c2,hidden)-fc(hidden,10), ReLU after each
 /// conv and after fc1.
@@ -132,51 +135,6 @@ impl Net {
         let x = x.permute([0, 2, 3, 1]).flatten::<2>(1, 3);
         let x = relu(self.fc1.forward(x)); // [b, hidden]
         self.fc2.forward(x) // [b, classes]
-    }
-}
-
-/// Each layer's output for a batch of images, as the views of the network draw them.
-pub struct LayerOutputs {
-    /// conv1 with its bias and ReLU: [b, c1, 24, 24]
-    pub conv1: Tensor<4>,
-    /// conv1's maps pooled: [b, c1, 12, 12]
-    pub pool1: Tensor<4>,
-    /// conv2 with its bias and ReLU: [b, c2, 8, 8]
-    pub conv2: Tensor<4>,
-    /// conv2's maps pooled: [b, c2, 4, 4]
-    pub pool2: Tensor<4>,
-    /// fc1 with its ReLU: [b, hidden]
-    pub fc1: Tensor<2>,
-    /// The softmax of the logits: [b, classes]
-    pub probabilities: Tensor<2>,
-}
-
-impl Net {
-    /// Each layer's output for `images` [b, 1, 28, 28]. The maps are taken before their pool,
-    /// as PyTorch's model computes them, where training pools first (`Conv::forward_pooled`):
-    /// the pooled maps and what follows are the same.
-    pub fn layer_outputs(&self, images: Tensor<4>) -> LayerOutputs {
-        let conv1 = self.conv1.forward_unpooled(images);
-        let pool1 = self.pool.forward(conv1.clone());
-        let conv2 = self.conv2.forward_unpooled(pool1.clone());
-        let pool2 = self.pool.forward(conv2.clone());
-        // In fc1's order, [h, w, c]: see `FC1_WEIGHT`.
-        let flat = pool2.clone().permute([0, 2, 3, 1]).flatten::<2>(1, 3);
-        let fc1 = relu(self.fc1.forward(flat));
-        let probabilities = softmax(self.fc2.forward(fc1.clone()), 1);
-        LayerOutputs {
-            conv1,
-            pool1,
-            conv2,
-            pool2,
-            fc1,
-            probabilities,
-        }
-    }
-
-    /// conv1's filters, [c1, 1, 5, 5].
-    pub fn conv1_filters(&self) -> Tensor<4> {
-        self.conv1.weight.val()
     }
 }
 

@@ -45,8 +45,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Train a model on MNIST; write metrics.json, loss.svg, model.bpk, model.safetensors and
-    /// checkpoint.safetensors (updated at every log line and epoch).
+    /// Train a model on MNIST; write metrics.json, loss.svg, learning.svg, model.bpk,
+    /// model.safetensors and checkpoint.safetensors (updated at every log line and epoch).
     ///
     /// Ctrl-C stops the run at its next step, writes all of these (the checkpoint at the step
     /// it stopped) and says how to resume; a second Ctrl-C exits at once.

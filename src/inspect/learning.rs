@@ -14,7 +14,7 @@ pub const BINS: usize = 30;
 /// The values at [`BAND_BASIS_POINTS`], interpolated linearly between neighbours as numpy's
 /// `percentile` does; none for no values. Values that are not numbers sort last.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Bands(pub [f32; 9]);
+pub struct Bands(#[serde(with = "crate::json_float::array")] pub [f32; 9]);
 
 impl Bands {
     pub fn of(values: &[f32]) -> Option<Self> {
@@ -112,6 +112,54 @@ pub fn dead_share(outputs: &[f32], per_sample: usize) -> Option<f64> {
     }
     let dead = fired.iter().filter(|f| !**f).count();
     Some(dead as f64 / per_sample as f64)
+}
+
+/// How one layer learns at a logged step.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LayerLearning {
+    /// As [`crate::model::LAYERS`] names it.
+    pub name: String,
+    /// Its parameters, weight and bias, after the step.
+    pub weights: Option<Spread>,
+    /// The gradient the step took (a frozen layer's too, which the step does not apply).
+    pub gradients: Option<Spread>,
+    /// [`update_ratio`] of the step; none for a layer that is frozen or all zero.
+    pub update_ratio: Option<f64>,
+    /// [`dead_share`] of its units on the step's batch; none for a layer without a ReLU.
+    pub dead_share: Option<f64>,
+}
+
+/// The spread of a layer's values: its histogram and its percentile bands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Spread {
+    pub bands: Bands,
+    pub histogram: Histogram,
+}
+
+impl Spread {
+    /// None for no values.
+    pub fn of(values: &[f32]) -> Option<Self> {
+        Some(Self {
+            bands: Bands::of(values)?,
+            histogram: Histogram::of(values),
+        })
+    }
+}
+
+/// How every layer learns at a logged step: taken after the step, on its batch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LearningReport {
+    pub epoch: usize,
+    /// Steps since the start of the run, this one included.
+    pub step: usize,
+    pub layers: Vec<LayerLearning>,
+}
+
+impl LearningReport {
+    /// The layer named `name`.
+    pub fn layer(&self, name: &str) -> Option<&LayerLearning> {
+        self.layers.iter().find(|layer| layer.name == name)
+    }
 }
 
 #[cfg(test)]

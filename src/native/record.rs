@@ -5,7 +5,10 @@ use std::fs;
 
 use burn::module::Module;
 
-use super::run_folder::{CHART, CHECKPOINT, FilesError, METRICS, RECORD, RunFolder, WEIGHTS};
+use super::run_folder::{
+    CHART, CHECKPOINT, FilesError, LEARNING_CHART, METRICS, RECORD, RunFolder, WEIGHTS,
+};
+use crate::chart::learning;
 use crate::metrics::RunMetrics;
 use crate::model::Net;
 use crate::session::RunRecorder;
@@ -135,12 +138,18 @@ fn save_results(
         failures.extend(record.and_then(|bytes| folder.write(RECORD, &bytes)).err());
     }
     failures.extend(folder.write(METRICS, metrics.to_json().as_bytes()).err());
-    let chart = crate::chart::run::render_svg(metrics).map_err(FilesError::from);
-    failures.extend(
-        chart
-            .and_then(|svg| folder.write(CHART, svg.as_bytes()))
-            .err(),
-    );
+    let charts = [
+        (CHART, crate::chart::run::render_svg(metrics)),
+        (LEARNING_CHART, learning::render_svg(&metrics.learning)),
+    ];
+    for (name, chart) in charts {
+        let written = chart.map_err(FilesError::from);
+        failures.extend(
+            written
+                .and_then(|svg| folder.write(name, svg.as_bytes()))
+                .err(),
+        );
+    }
     failures.extend(checkpoint_failure);
     match failures.is_empty() {
         true => Ok(()),

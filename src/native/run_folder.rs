@@ -46,11 +46,13 @@ pub enum FilesError {
 
 pub const METRICS: &str = "metrics.json";
 pub const CHART: &str = "loss.svg";
+/// How each layer learned.
+pub const LEARNING_CHART: &str = "learning.svg";
 pub const WEIGHTS: &str = "model.safetensors";
 pub const RECORD: &str = "model.bpk";
 pub const CHECKPOINT: &str = "checkpoint.safetensors";
 /// What a run writes: a folder holding any of these holds a run.
-const RUN_FILES: [&str; 5] = [METRICS, CHART, WEIGHTS, RECORD, CHECKPOINT];
+const RUN_FILES: [&str; 6] = [METRICS, CHART, LEARNING_CHART, WEIGHTS, RECORD, CHECKPOINT];
 /// `runs/<timestamp>-<n>` is tried up to this n when runs start in the same second.
 const SAME_SECOND_RUNS: usize = 1000;
 

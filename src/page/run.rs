@@ -74,6 +74,8 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             false
         }
         TrainEvent::Paused { .. }
+        | TrainEvent::Learning(_)
+        | TrainEvent::Warning(_)
         | TrainEvent::Resumed { .. }
         | TrainEvent::Checkpoint(_)
         | TrainEvent::BestKept { .. } => false,

@@ -8,6 +8,8 @@ use burn::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::config::StopOn;
+use crate::inspect::learning::LearningReport;
+use crate::inspect::watch::LearningWarning;
 use crate::model::CLASSES;
 use crate::platform;
 use crate::train::checkpoint::Checkpoint;
@@ -101,6 +103,10 @@ pub enum TrainEvent {
     Epoch(EpochReport),
     /// After each epoch's evaluation.
     Memory(MemoryReport),
+    /// How each layer learns, at each log line; boxed, as it is the largest event.
+    Learning(Box<LearningReport>),
+    /// Something in the learning figures worth a line of the log.
+    Warning(LearningWarning),
     /// The run paused before this step (through [`TrainControl::pause`]): whoever shows the
     /// run shows it paused, whichever page paused it.
     Paused {
@@ -152,6 +158,7 @@ impl TrainEvent {
         match self {
             Self::Step(step) => step.log_line(),
             Self::Epoch(report) => Some(report.to_string()),
+            Self::Warning(warning) => Some(warning.to_string()),
             Self::Paused { step } => Some(format!("Paused before step {step}")),
             Self::Resumed { step } => Some(format!("Resumed at step {step}")),
             Self::LrChanged { step, lr } => Some(format!("Learning rate {lr} from step {step}")),
@@ -182,7 +189,11 @@ impl TrainEvent {
                     "{why}; keeping epoch {epoch}'s model, the best ({value})"
                 ))
             }
-            Self::Interval(_) | Self::Memory(_) | Self::Checkpoint(_) | Self::Done { .. } => None,
+            Self::Interval(_)
+            | Self::Memory(_)
+            | Self::Learning(_)
+            | Self::Checkpoint(_)
+            | Self::Done { .. } => None,
         }
     }
 }

@@ -103,8 +103,9 @@ impl Optimizer {
         }
     }
 
-    /// Whether the parameter at `path` (`conv1.weight`) is left as it is.
-    fn frozen(&self, path: &str) -> bool {
+    /// Whether the parameter at `path` (`conv1.weight`), or the layer (`conv1`), is left as it
+    /// is.
+    pub(crate) fn frozen(&self, path: &str) -> bool {
         match self.freeze {
             Freeze::Nothing => false,
             Freeze::Conv => path.starts_with("conv"),

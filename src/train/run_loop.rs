@@ -22,7 +22,9 @@ use super::{
 use crate::config::TrainConfig;
 use crate::data::Mnist;
 use crate::data::batcher::{MnistBatcher, epoch_order};
-use crate::model::Net;
+use crate::inspect::probe::LearningProbe;
+use crate::inspect::watch::LearningWatch;
+use crate::model::{LAYERS, Net};
 use crate::platform;
 
 /// A run between two steps on one device, but for its model, which each step takes and gives
@@ -41,6 +43,8 @@ pub(super) struct RunLoop<'a> {
     /// What a diverged run returns: the last weights whose loss was read and finite.
     last_finite: Net,
     meter: IntervalMeter,
+    /// Warns of the learning figures that mean trouble.
+    watch: LearningWatch,
     test_batcher: MnistBatcher,
     position: Position,
     /// Wall-clock time spent training: pauses, evaluation and checkpoints are out.
@@ -82,6 +86,7 @@ impl<'a> RunLoop<'a> {
             optim: start.optimizer,
             early: start.early_stop,
             meter: IntervalMeter::new(epoch_len, config.batch_size, reads_are_free),
+            watch: LearningWatch::default(),
             test_batcher: MnistBatcher::new(device.clone()),
             training_time: Duration::from_secs_f64(start.position.training_secs),
             position: start.position,
@@ -192,11 +197,20 @@ impl<'a> RunLoop<'a> {
         let checked = logged || batch + 1 == self.batches_per_epoch;
         // The weights this loss is computed with: kept if it is finite.
         let weights = checked.then(|| model.clone());
-        let step = self.position.step;
-        let (model, stats, stop) =
-            self.stepper
-                .step_agreeing(model, &mut self.optim, rates, step, indices, stop);
+        let at = (self.position.step, indices);
+        let stepped = (self.stepper).step_watched(model, &mut self.optim, rates, at, stop, logged);
+        let (model, stats, stop) = (stepped.model, stepped.stats, stepped.stop);
         self.position.step += 1;
+        let probe = stepped
+            .gradients
+            .zip(weights.as_ref())
+            .map(|(gradients, before)| {
+                let place = (self.position.epoch, self.position.step);
+                let images = self.test_batcher.batch(&self.data.train, indices).images;
+                let outputs = model.valid().layer_outputs(images);
+                let frozen = LAYERS.map(|layer| self.optim.frozen(layer));
+                LearningProbe::gather(place, (before, &model), gradients, frozen, &outputs)
+            });
         self.position.batch = batch + 1;
         let at_step = self.training_time + started.elapsed();
         let epoch = self.position.epoch;
@@ -230,6 +244,13 @@ impl<'a> RunLoop<'a> {
             lr: rates.lr,
         }));
         intervals.for_each(&mut *on_event);
+        if let Some(probe) = probe {
+            let report = probe.read().await?;
+            for warning in self.watch.observe(&report) {
+                on_event(TrainEvent::Warning(warning));
+            }
+            on_event(TrainEvent::Learning(Box::new(report)));
+        }
         platform::yield_now().await;
         // Wall-clock, the yield included: the device works on while the loop waits, and what
         // the browser does between steps delays the run too.

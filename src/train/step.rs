@@ -67,6 +67,16 @@ impl ModuleMapper for TrackGradients {
     }
 }
 
+/// What [`Stepper::step_watched`] gives back.
+pub(super) struct Stepped {
+    pub(super) model: Net,
+    pub(super) stats: StepStats,
+    /// Whether any process of the run was asked to stop.
+    pub(super) stop: bool,
+    /// Each layer's gradient, when asked for.
+    pub(super) gradients: Option<[Option<Tensor<1>>; 4]>,
+}
+
 /// A shard's place in its step: the run's step, where its samples sit in the batch, and the
 /// batch's size, which its loss is the mean over.
 #[derive(Clone, Copy)]
@@ -181,6 +191,21 @@ impl<'a> Stepper<'a> {
         indices: &[usize],
         stop: bool,
     ) -> (Net, StepStats, bool) {
+        let stepped = self.step_watched(model, optimizer, rates, (step, indices), stop, false);
+        (stepped.model, stepped.stats, stepped.stop)
+    }
+
+    /// [`Self::step_agreeing`], and each layer's gradient (as [`Net::layer_gradients`] gives
+    /// them) when `watched`: the learning figures of a logged step.
+    pub(super) fn step_watched(
+        &self,
+        model: Net,
+        optimizer: &mut Optimizer,
+        rates: Rates,
+        (step, indices): (usize, &[usize]),
+        stop: bool,
+        watched: bool,
+    ) -> Stepped {
         let share = self.placement.share(indices.len());
         let (grads, stats) = self.gradients(&model, step, indices, share.clone());
         let (grads, stats, stop) = match (self.placement.group, stats) {
@@ -194,8 +219,14 @@ impl<'a> Stepper<'a> {
             (None, Some(stats)) => (grads, stats, stop),
             (None, None) => unreachable!("a process alone takes the whole batch"),
         };
+        let gradients = watched.then(|| model.layer_gradients(&grads));
         let model = optimizer.step(rates, model, grads);
-        (model, stats, stop)
+        Stepped {
+            model,
+            stats,
+            stop,
+            gradients,
+        }
     }
 
     /// The gradients of the batch's mean loss that this process's `share` of `indices` makes

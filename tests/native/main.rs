@@ -26,6 +26,7 @@ mod fine_tune;
 mod flex_kernels;
 mod intervals;
 mod layers;
+mod learning;
 mod lr_find;
 #[cfg(feature = "mpi")]
 mod mpi;
