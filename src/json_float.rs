@@ -4,8 +4,8 @@
 //! unreadable. Finite values stay numbers; the others are written as "NaN", "inf" or "-inf",
 //! and `null` (as earlier metrics.json files have it) reads back as NaN.
 //!
-//! Use with `#[serde(with = "crate::json_float")]` on an `f32`, or the `option` and `array`
-//! submodules on an `Option<f32>` and a `[f32; N]`.
+//! Use with `#[serde(with = "crate::json_float")]` on an `f32`, or the `option`, `array` and
+//! `vec` submodules on an `Option<f32>`, a `[f32; N]` and a `Vec<f32>`.
 
 use serde::de::Error as _;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
@@ -92,6 +92,19 @@ pub mod array {
         values
             .try_into()
             .map_err(|_| D::Error::custom(format!("{found} values where {N} were expected")))
+    }
+}
+
+pub mod vec {
+    use super::*;
+
+    pub fn serialize<S: Serializer>(values: &[f32], serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_seq(values.iter().map(|&v| Written::from(v)))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Vec<f32>, D::Error> {
+        let written = Vec::<Written>::deserialize(deserializer)?;
+        written.into_iter().map(Written::value).collect()
     }
 }
 

@@ -50,14 +50,16 @@ fn steps(reports: &[LearningReport]) -> std::ops::Range<f64> {
     first..last.max(first + 1.0)
 }
 
-/// A line per layer of `figure` (what it takes of a layer) over the steps.
+/// A line per layer of `figure` (what it takes of a layer) over the steps, through its finite
+/// values.
 fn lines(
     reports: &[LearningReport],
     figure: impl Fn(&LayerLearning) -> Option<f64>,
 ) -> Vec<(usize, Vec<(f64, f64)>)> {
     let lines = LAYERS.iter().enumerate().map(|(index, name)| {
         let points = reports.iter().filter_map(|report| {
-            let value = figure(report.layer(name)?)?;
+            // A diverged run's figures are not all numbers: an infinite axis would never end.
+            let value = figure(report.layer(name)?).filter(|v| v.is_finite())?;
             Some((report.step as f64, value))
         });
         (index, points.collect::<Vec<_>>())
@@ -291,7 +293,14 @@ mod tests {
         }
         // Four nested bands a distribution, for 7 of the 8 (conv1 has no gradients here).
         assert_eq!(svg.matches("<polygon").count(), 4 * 7, "{svg}");
-        // Nothing to draw is drawn as empty charts, not an error.
+        // Nothing to draw is drawn as empty charts, not an error; nor are a diverged run's.
         assert!(render_svg(&[]).is_ok());
+        let mut diverged = report(100);
+        for layer in &mut diverged.layers {
+            layer.update_ratio = Some(f64::INFINITY);
+            layer.dead_share = Some(f64::NAN);
+            layer.weights = Spread::of(&[f32::NAN, f32::INFINITY, 1.0]);
+        }
+        assert!(render_svg(&[report(50), diverged]).is_ok());
     }
 }

@@ -10,6 +10,7 @@
 pub mod driver;
 pub mod envelope;
 mod gallery;
+mod inspect;
 mod lr_find;
 pub mod protocol;
 mod run;
@@ -27,6 +28,7 @@ use crate::data::batcher::MnistBatcher;
 use crate::data::own_digits::{OwnRun, own_run};
 use crate::data::{DataError, IMAGE_PIXELS, IdxError, Mnist, MnistSplit};
 use crate::device::{BackendChoice, BackendKind, DeviceError, hardware_gpus, select_device};
+use crate::inspect::InspectError;
 #[cfg(feature = "measure")]
 use crate::measure::op_profile::{CpuProfile, cpu_profile};
 use crate::model::Net;
@@ -59,6 +61,8 @@ pub enum SessionError {
     Readback(#[from] ReadbackError),
     #[error(transparent)]
     Onnx(#[from] OnnxError),
+    #[error(transparent)]
+    Inspect(#[from] InspectError),
     #[error("{file}: download failed: {message}")]
     Download { file: String, message: String },
     #[error("{file}: larger than the {} MiB such a file can be", limit >> 20)]
@@ -242,6 +246,8 @@ impl<H: Host> Session<H> {
             Request::Gallery(r) => asked.to(&r).answer(self.gallery().await),
             Request::Confused(r) => asked.to(&r).answer(self.confused(r).await),
             Request::Predict(r) => asked.to(&r).answer(self.predict(r).await),
+            Request::LookInside(r) => asked.to(&r).answer(self.look_inside(r).await),
+            Request::MapDigits(r) => asked.to(&r).answer(self.map_digits(r).await),
             Request::ListRuns(r) => asked.to(&r).answer(self.host.kept_runs()),
             Request::FindLr(r) => {
                 let replies = asked.to(&r);

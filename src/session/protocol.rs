@@ -10,6 +10,9 @@ use serde::{Deserialize, Serialize};
 pub use super::envelope::Payload;
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::BackendChoice;
+use crate::inspect::inside::Inside;
+pub use crate::inspect::projector::DigitMap;
+use crate::inspect::saliency::Smoothing;
 #[cfg(feature = "measure")]
 use crate::measure::op_profile::CpuProfile;
 use crate::model::CLASSES;
@@ -112,6 +115,13 @@ requests! {
     Confused => Vec<GalleryDigit>;
     /// The current model's probabilities for one 28x28 digit.
     Predict => Probabilities;
+    /// What one digit does inside the model: each layer's output, conv1's filters and a
+    /// class's saliency. The model is the run's at its last log line while one trains (no
+    /// read of the device of its own), else the current one.
+    LookInside => LookedInside;
+    /// The first test digits as fc1 places them, on its first two principal axes: for the
+    /// model as [`LookInside`] takes it, fresh weights, or given ones.
+    MapDigits => DigitMap;
     /// The runs the engine keeps: natively, the run folders under `webtrain ui --out`.
     ListRuns => Vec<RunRecord>;
     /// The learning-rate range test on the chosen device, from fresh weights or the current
@@ -331,6 +341,41 @@ pub struct Probabilities {
     /// Each digit's probability.
     #[serde(with = "crate::json_float::array")]
     pub by_digit: [f32; CLASSES],
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LookInside {
+    /// 28x28 pixels.
+    pub pixels: Payload,
+    /// The class whose saliency to draw; none for the model's guess.
+    pub class: Option<usize>,
+    pub smoothing: Smoothing,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct LookedInside {
+    pub inside: Inside,
+    pub model: ModelKind,
+    /// The step of the run whose model this is, while one trains.
+    pub at_step: Option<usize>,
+}
+
+/// Which model's view of the digits.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum MapOf {
+    /// The run's at its last log line while one trains, else the current one.
+    Current,
+    /// Fresh weights, as a run of this seed starts from: the digits before training.
+    Fresh { kind: ModelKind, seed: u64 },
+    /// These `.safetensors` weights: a kept run's.
+    Weights { kind: ModelKind, weights: Payload },
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MapDigits {
+    pub of: MapOf,
+    /// Test digits to place, at most.
+    pub len: usize,
 }
 
 #[derive(Debug, Serialize, Deserialize)]

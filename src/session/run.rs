@@ -1,6 +1,7 @@
 //! The session's run, and who follows it; the warm-up that builds a run's kernels ahead of it.
 
 use std::rc::Rc;
+use std::sync::Arc;
 
 use futures_channel::oneshot;
 use web_time::Instant;
@@ -14,6 +15,7 @@ use crate::config::{ModelKind, TrainConfig};
 use crate::device::{BackendKind, select_device};
 use crate::model::Net;
 use crate::session::warm_up::warm_up;
+use crate::train::checkpoint::Checkpoint;
 use crate::train::{Outcome, TrainControl, TrainEvent};
 use crate::weights::to_safetensors;
 
@@ -25,6 +27,9 @@ pub(super) struct Run {
     /// Its events so far, for a follower who joins late.
     history: Vec<TrainEvent>,
     followers: Vec<Follower>,
+    /// Its last checkpoint, taken at its last log line: the model the views of the network
+    /// look into while it trains, with no read of the device of their own.
+    pub(super) latest: Option<Arc<Checkpoint>>,
 }
 
 /// Who hears a run's events: the request that started it, and each that follows it.
@@ -125,11 +130,15 @@ impl<H: Host> Session<H> {
             device: prepared.devices.to_string(),
             history: Vec::new(),
             followers: vec![Follower { events, end: None }],
+            latest: None,
         });
-        let on_event = |event: TrainEvent| {
-            if !matches!(event, TrainEvent::Checkpoint(_)) {
-                self.tell_followers(event);
+        let on_event = |event: TrainEvent| match event {
+            TrainEvent::Checkpoint(checkpoint) => {
+                if let Some(run) = self.state.borrow_mut().run.as_mut() {
+                    run.latest = Some(checkpoint);
+                }
             }
+            event => self.tell_followers(event),
         };
         let Driven { ended, files } = prepared.drive(record, &control, on_event).await;
         let ended = ended.and_then(|ended| self.keep(ended, config.model, files));

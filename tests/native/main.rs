@@ -34,6 +34,7 @@ mod onnx;
 mod pytorch_parity;
 mod pytorch_script;
 mod resume;
+mod saliency;
 mod settings;
 mod training;
 mod ui;
