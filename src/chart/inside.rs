@@ -131,11 +131,13 @@ fn draw_digit_and_saliency<DB: DrawingBackend>(
     let gray = |v: f32| Shade::Brightness { largest: 1.0 }.color(v, theme);
     draw_square(area, &pixels, IMAGE_SIDE, (x0, y0 + 20, SCALE), gray)?;
     let x1 = x0 + IMAGE_SIDE as i32 * SCALE + 16;
-    let what = match inside.smoothing.copies > 1 {
-        true => format!("SmoothGrad, {} copies", inside.smoothing.copies),
-        false => "gradient".to_string(),
+    let caption = match inside.smoothing.copies > 1 {
+        true => format!(
+            "Saliency of {}, SmoothGrad ×{}",
+            inside.class, inside.smoothing.copies
+        ),
+        false => format!("Saliency of {}", inside.class),
     };
-    let caption = format!("Saliency of {} ({what})", inside.class);
     area.draw(&Text::new(caption, (x1, y0), theme.font(14)))?;
     let largest = inside
         .saliency
@@ -209,10 +211,10 @@ pub fn draw_inside<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     let margin = 10;
     draw_digit_and_saliency(area, inside, (margin, margin), theme)?;
-    draw_probabilities(area, inside, (margin + 260, margin), theme)?;
+    draw_probabilities(area, inside, (margin + 300, margin), theme)?;
     let filters = (
         format!("conv1's {} filters, 5×5", inside.filters.count),
-        (margin + 480, margin),
+        (margin + 530, margin),
     );
     let signed = Shade::of(&inside.filters.values, true);
     draw_grids(

@@ -3,6 +3,7 @@
 //! the learning-rate range test (`lr_find`) and the schedule's preview (`schedule`), all in
 //! `style`'s colours, mesh and legend.
 
+pub mod digit_map;
 pub mod inside;
 pub mod learning;
 pub mod lr_find;

@@ -47,6 +47,10 @@ pub enum CliError {
     },
     #[error(transparent)]
     Chart(#[from] crate::chart::style::ChartError),
+    #[error(transparent)]
+    Inspect(#[from] crate::inspect::InspectError),
+    #[error("there is no test digit {digit}: the test set has {len}, from 0")]
+    NoSuchDigit { digit: usize, len: usize },
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,

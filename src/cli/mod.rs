@@ -6,6 +6,7 @@ mod compare;
 mod distributed;
 mod error;
 mod export;
+mod inspect;
 mod lr_find;
 mod own_data;
 mod settings;
@@ -66,6 +67,10 @@ enum Command {
     /// Write a run's model, or a weights file, as an ONNX model (opset 13) that ONNX Runtime runs;
     /// or a run as a PyTorch script that trains it again.
     Export(export::ExportArgs),
+    /// Look inside a run's model: for each test digit asked for, an SVG of its layers, conv1's
+    /// filters and a class's saliency; and an SVG of where the first test digits lie on fc1's
+    /// first two principal axes, before training and after.
+    Inspect(inspect::InspectArgs),
     /// Serve the page, and a native engine it can train on (this machine's GPU or every core),
     /// at a URL with a token; runs started there write their files under --out.
     Ui(ui::UiArgs),
@@ -205,6 +210,7 @@ pub fn main() -> ExitCode {
         Command::LrFind(args) => lr_find::run_lr_find(args),
         Command::Compare(args) => compare::run_compare(args),
         Command::Export(args) => export::run_export(args),
+        Command::Inspect(args) => inspect::run_inspect(args),
         Command::Ui(args) => ui::run(args),
     };
     match result {

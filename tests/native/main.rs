@@ -24,6 +24,7 @@ mod data_parallel;
 mod early_stop;
 mod fine_tune;
 mod flex_kernels;
+mod inspect;
 mod intervals;
 mod layers;
 mod learning;
