@@ -31,7 +31,7 @@ impl Values {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub fn name(self) -> &'static str {
         match self {
             Self::Weights => "weights",
             Self::Gradients => "gradients",

@@ -12,6 +12,9 @@ use plotters_canvas::CanvasBackend;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::wasm_bindgen;
 
+use plotters::coord::Shift;
+use plotters::prelude::{DrawingArea, DrawingAreaErrorKind, IntoDrawingArea};
+
 use crate::chart::style::ChartTheme;
 use web_sys::{CanvasRenderingContext2d, HtmlCanvasElement};
 
@@ -157,5 +160,30 @@ pub fn chart_theme() -> ChartTheme {
     match dark {
         true => ChartTheme::DARK,
         false => ChartTheme::LIGHT,
+    }
+}
+
+/// What drawing on a canvas gives: its result, or the canvas's error.
+pub type DrawnOn<T> = Result<T, DrawingAreaErrorKind<CanvasError>>;
+
+/// Draws on the canvas `id` in the page's colours, its background first: what `draw` gives, or
+/// none where it could not draw (said in the console; the page goes on).
+pub fn draw_canvas<T>(
+    id: &str,
+    draw: impl FnOnce(&DrawingArea<ChartCanvas, Shift>, &ChartTheme) -> DrawnOn<T>,
+) -> Option<T> {
+    let backend = ChartCanvas::new(super::dom::by_id::<HtmlCanvasElement>(id))?;
+    let area = backend.into_drawing_area();
+    let theme = chart_theme();
+    let drawn = area
+        .fill(&theme.background)
+        .and_then(|()| draw(&area, &theme))
+        .and_then(|drawn| area.present().map(|()| drawn));
+    match drawn {
+        Ok(drawn) => Some(drawn),
+        Err(error) => {
+            web_sys::console::warn_1(&format!("{id}: {error}").into());
+            None
+        }
     }
 }

@@ -107,6 +107,18 @@ pub(super) fn show(id: Option<String>, metrics: Rc<RefCell<RunMetrics>>) {
     SHOWN.with(|shown| *shown.borrow_mut() = Some((id, metrics)));
 }
 
+/// The shown run's learning figures: none before any run.
+pub(super) fn shown_learning() -> Vec<crate::inspect::learning::LearningReport> {
+    SHOWN
+        .with(|shown| {
+            let shown = shown.borrow();
+            shown
+                .as_ref()
+                .map(|(_, metrics)| metrics.borrow().learning.clone())
+        })
+        .unwrap_or_default()
+}
+
 /// Both charts again, for the shown run: the runs selected or the way they are drawn changed.
 /// Before any run, the axes follow the settings `form` reads (only then: a click that ticks
 /// many runs redraws as often). A redraw asked while one is under way may draw a chart once

@@ -44,10 +44,7 @@ pub(super) fn wire() {
         });
     }
     dom::on("draw", "keydown", |event| {
-        let key = js_sys::Reflect::get(&event, &"key".into())
-            .ok()
-            .and_then(|k| k.as_string());
-        if let Some(Ok(digit)) = key.map(|k| k.parse::<u8>()) {
+        if let Some(Ok(digit)) = dom::key(&event).map(|k| k.parse::<u8>()) {
             add_drawing(digit);
         }
     });

@@ -6,6 +6,7 @@ use web_sys::Element;
 use super::digit::{digit_figure, element};
 use super::dom::{self, by_id, set_text};
 use super::error::PageError;
+use super::inside;
 use super::state::Shared;
 use crate::model::CLASSES;
 use crate::session::protocol::Confused;
@@ -96,11 +97,11 @@ async fn show_confused(page: &Shared, button: &Element) -> Result<(), PageError>
             "test image {}: true {}, predicted {} with {percent:.1} %",
             digit.index, digit.truth, digit.guess
         );
-        let _ = shown.append_child(&digit_figure(
-            &digit.pixels.bytes(),
-            &format!("{percent:.0} %"),
-            &title,
-        ));
+        let pixels = digit.pixels.bytes().to_vec();
+        let figure = digit_figure(&pixels, &format!("{percent:.0} %"), &title);
+        let about = format!("test image {}", digit.index);
+        inside::make_lookable(page, &figure, pixels, about);
+        let _ = shown.append_child(&figure);
     }
     let what = match truth == guess {
         true => format!("{truth}s the model gets right"),

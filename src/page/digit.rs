@@ -39,7 +39,7 @@ pub(super) fn digit_figure(pixels: &[u8], caption: &str, title: &str) -> Element
 }
 
 /// Draws 28x28 MNIST bytes (0 = background) white on black onto `canvas`.
-fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
+pub(super) fn draw_digit(canvas: &HtmlCanvasElement, pixels: &[u8]) {
     let rgba: Vec<u8> = pixels.iter().flat_map(|&p| [p, p, p, 255]).collect();
     let side = IMAGE_SIDE as u32;
     // A copy out of the wasm memory: shared (threads), it is refused by ImageData.

@@ -53,6 +53,13 @@ pub fn on_element(element: &Element, event: &str, handler: impl FnMut(Event) + '
     closure.forget();
 }
 
+/// The key of a keyboard event (`Enter`, `ArrowLeft`, `7`).
+pub fn key(event: &Event) -> Option<String> {
+    js_sys::Reflect::get(event, &"key".into())
+        .ok()
+        .and_then(|key| key.as_string())
+}
+
 /// What the DOM refused, as the page says it.
 pub fn failed(error: JsValue) -> PageError {
     PageError::Dom(js_error(error))

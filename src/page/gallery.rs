@@ -3,11 +3,11 @@
 
 use web_sys::Element;
 
-use super::collection;
 use super::digit::{digit_figure, element};
 use super::dom::{self, by_id};
 use super::error::PageError;
 use super::state::Shared;
+use super::{collection, inside};
 use crate::session::protocol::Gallery;
 
 /// The current model's guesses on test digits: the first ones and some of its mistakes.
@@ -29,6 +29,7 @@ pub async fn show(page: &Shared) -> Result<(), PageError> {
         let title = format!("test image {index}: true {truth}, predicted {guess}");
         let pixels = digit.pixels.bytes().to_vec();
         let figure = digit_figure(&pixels, &caption, &title);
+        inside::make_lookable(page, &figure, pixels.clone(), format!("test image {index}"));
         figure.set_class_name(if right { "right" } else { "mistake" });
         if !right {
             // A mistake can be taught: added to one's own digits with its true label.

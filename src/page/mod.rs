@@ -13,6 +13,7 @@ mod confusion;
 mod controls;
 mod current;
 mod digit;
+mod digit_map;
 mod digit_store;
 mod dom;
 mod download;
@@ -23,7 +24,9 @@ mod error;
 mod fine_tune;
 mod form;
 mod gallery;
+mod inside;
 mod keeper;
+mod learning;
 mod lr_finder;
 mod phase;
 mod run;
@@ -80,6 +83,9 @@ pub fn start() {
     lr_finder::wire(&page);
     collection::wire();
     fine_tune::wire(&page);
+    inside::wire(&page);
+    learning::wire();
+    digit_map::wire(&page);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&page).await {
             fail(&error.to_string());
@@ -111,6 +117,7 @@ async fn boot(page: &Shared) -> Result<(), PageError> {
     };
     page.borrow_mut().trainer = trainer.clone();
     charts::draw_empty(form::form_config().unwrap_or_default()).await;
+    learning::redraw().await;
     let progress = by_id::<HtmlProgressElement>("data-progress");
     let sizes = trainer
         .ask_reporting(Download {}, move |downloaded| {

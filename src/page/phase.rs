@@ -91,6 +91,11 @@ pub fn render(phase: Phase, holding: &Holding) {
         ("evaluate", idle && holding.model && holding.data),
         ("download-weights", holding.model),
         ("download-onnx", holding.model),
+        // The map asks the engine while a run goes too: it answers between steps.
+        (
+            "map-digits",
+            alive && holding.data && phase != Phase::Loading,
+        ),
     ];
     for (id, enabled) in enabled {
         by_id::<HtmlButtonElement>(id).set_disabled(!enabled);

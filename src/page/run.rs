@@ -15,14 +15,14 @@ use super::form::{backend_choice, fill_form, validate_form, write_query};
 use super::keeper::Keeper;
 use super::phase::Phase;
 use super::state::{ModelFile, Shared, log, set_phase, show_error};
-use super::{confusion, current, gallery, runs};
+use super::{confusion, current, gallery, inside, learning, runs};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::session::protocol::{FineTuned, Follow, Followed, OwnDigits, RunEnded, RunFiles, Train};
 use crate::train::TrainEvent;
 
 /// Shows an event: its line in the log, its figures, and says whether the charts have news.
-fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
+fn show_event(page: &Shared, event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
     if let Some(line) = event.log_line() {
         log(&line);
     }
@@ -39,6 +39,12 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             false
         }
         TrainEvent::Interval(_) | TrainEvent::LrChanged { .. } => true,
+        // A log line: the views of the network follow the run's model.
+        TrainEvent::Learning(_) => {
+            wasm_bindgen_futures::spawn_local(learning::redraw());
+            inside::refresh(page);
+            false
+        }
         TrainEvent::Epoch(report) => {
             confusion::show(report);
             set_text("test-accuracy", &format!("{:.2}%", report.accuracy()));
@@ -74,7 +80,6 @@ fn show_event(event: &TrainEvent, metrics: &RunMetrics, total: usize) -> bool {
             false
         }
         TrainEvent::Paused { .. }
-        | TrainEvent::Learning(_)
         | TrainEvent::Warning(_)
         | TrainEvent::Resumed { .. }
         | TrainEvent::Checkpoint(_)
@@ -148,7 +153,7 @@ impl LiveRun {
                 wasm_bindgen_futures::spawn_local(async move { keeper.keep(run, None).await });
             }
             let mut charts = charts.borrow_mut();
-            if show_event(&event, &metrics, total) {
+            if show_event(&page, &event, &metrics, total) {
                 charts.news();
             }
             // An epoch's end fills the confusion matrix: the charts wait for the next event, so
@@ -162,6 +167,7 @@ impl LiveRun {
     /// The run has ended: its model becomes the page's, its files are linked.
     async fn end(self, page: &Shared, ended: Result<RunEnded, PageError>) -> Result<(), PageError> {
         Charts::draw_in_turn(&self.charts, &self.metrics).await;
+        learning::redraw().await;
         if let Some(keeper) = &self.keeper {
             let failure = ended.as_ref().err().map(ToString::to_string);
             let run = keeper.record(&self.metrics.borrow(), failure);
@@ -205,6 +211,8 @@ impl LiveRun {
             about,
         };
         current::keep(page, model).await?;
+        // The view of the network: the model the run ended with.
+        inside::refresh(page);
         gallery::show(page).await?;
         set_phase(page, Phase::Finished(outcome));
         Ok(())

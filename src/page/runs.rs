@@ -15,7 +15,7 @@ use super::error::PageError;
 use super::form::{backend_choice, fill_form, form_config, validate_form, write_query};
 use super::runs_table::table_html;
 use super::state::{Shared, show_error};
-use super::{download, run_store};
+use super::{digit_map, download, learning, run_store};
 use crate::chart::overlay::ChartOptions;
 use crate::runs::export::{self, MAX_RUN_BYTES};
 use crate::runs::table::{Column, sort};
@@ -120,7 +120,11 @@ fn render() {
         by_id::<HtmlElement>("runs-empty").set_hidden(!kept.runs.is_empty());
         by_id::<Element>("runs-table").set_inner_html(&html);
     });
-    charts::set_overlay(overlay());
+    let overlay = overlay();
+    let compared = overlay.as_ref().map_or(&[][..], |o| &o.runs[..]);
+    learning::compare(compared);
+    digit_map::offer(compared);
+    charts::set_overlay(overlay);
 }
 
 /// The kept run with `id`.

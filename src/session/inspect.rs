@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use burn::prelude::Device;
 
-use super::protocol::{DigitMap, LookInside, LookedInside, MapDigits, MapOf};
+use super::protocol::{LookInside, LookedInside, MapDigits, MapOf, MappedDigits, Payload};
 use super::{Host, Model, Session, SessionError};
 use crate::data::IMAGE_PIXELS;
 use crate::inspect::inside::look_inside;
@@ -60,7 +60,10 @@ impl<H: Host> Session<H> {
         })
     }
 
-    pub(super) async fn map_digits(&self, request: MapDigits) -> Result<DigitMap, SessionError> {
+    pub(super) async fn map_digits(
+        &self,
+        request: MapDigits,
+    ) -> Result<MappedDigits, SessionError> {
         let data = self.data()?;
         let device = Device::flex();
         let net = match request.of {
@@ -71,6 +74,11 @@ impl<H: Host> Session<H> {
             }
         };
         let len = request.len.clamp(2, MAX_MAPPED);
-        Ok(digit_map(&net, &data.test, len).await?)
+        let map = digit_map(&net, &data.test, len).await?;
+        let pixels = (0..map.labels.len()).flat_map(|index| data.test.image(index).iter().copied());
+        Ok(MappedDigits {
+            map,
+            pixels: Payload::from(pixels.collect::<Vec<u8>>()),
+        })
     }
 }

@@ -121,7 +121,7 @@ requests! {
     LookInside => LookedInside;
     /// The first test digits as fc1 places them, on its first two principal axes: for the
     /// model as [`LookInside`] takes it, fresh weights, or given ones.
-    MapDigits => DigitMap;
+    MapDigits => MappedDigits;
     /// The runs the engine keeps: natively, the run folders under `webtrain ui --out`.
     ListRuns => Vec<RunRecord>;
     /// The learning-rate range test on the chosen device, from fresh weights or the current
@@ -376,6 +376,14 @@ pub struct MapDigits {
     pub of: MapOf,
     /// Test digits to place, at most.
     pub len: usize,
+}
+
+/// The digits mapped, with their images for whoever shows them.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct MappedDigits {
+    pub map: DigitMap,
+    /// Each digit's 28x28 pixels, in the map's order.
+    pub pixels: Payload,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
