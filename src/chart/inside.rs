@@ -15,7 +15,7 @@ use crate::inspect::inside::{Inside, Maps};
 use crate::model::CLASSES;
 
 /// The drawing's size: the page's canvas and the SVG's.
-pub const SIZE: (u32, u32) = (960, 700);
+pub const SIZE: (u32, u32) = (960, 540);
 const GAP: i32 = 4;
 /// Maps a row, at most.
 const COLUMNS: usize = 10;

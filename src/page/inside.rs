@@ -10,7 +10,7 @@ use web_sys::{Element, HtmlElement};
 
 use super::canvas::draw_canvas;
 use super::digit::drawn_digit;
-use super::dom::{self, by_id, set_text, value};
+use super::dom::{self, by_id, now_ms, set_text, value};
 use super::error::PageError;
 use super::state::Shared;
 use crate::chart::inside::draw_inside;
@@ -28,6 +28,9 @@ thread_local! {
     /// Whether the engine is being asked: a refresh asked meanwhile waits for its answer.
     static ASKING: Cell<bool> = const { Cell::new(false) };
     static AGAIN: Cell<bool> = const { Cell::new(false) };
+    /// When the view was last asked for, and how long its answer took.
+    static LAST_ASKED: Cell<f64> = const { Cell::new(0.0) };
+    static LAST_TOOK: Cell<f64> = const { Cell::new(0.0) };
 }
 
 /// Looks inside the model at `pixels` (28×28 bytes), which `about` names ("test image 17").
@@ -37,8 +40,24 @@ pub(super) fn look_at(page: &Shared, pixels: Vec<u8>, about: String) {
     by_id::<Element>("inside-heading").scroll_into_view();
 }
 
-/// Asks again for the digit in view, if there is one: at a log line, at a run's end, or when
-/// the saliency's settings change. One question at a time: those asked meanwhile are one more.
+/// A run's log lines refresh the view at most this often.
+const LIVE_REFRESH_MS: f64 = 1000.0;
+/// And after this many times as long as the last answer took: each refresh is a forward pass
+/// (SmoothGrad's copies a backward pass too) that the engine computes between the run's steps,
+/// on the devices (on the CPU backend, the cores) that train, so the view takes at most about
+/// a twentieth of the run's time (docs/inside.md).
+const LIVE_WAIT_FACTOR: f64 = 20.0;
+
+/// At a run's log line: the view again, unless it was asked for too recently.
+pub(super) fn follow_run(page: &Shared) {
+    let wait = LAST_TOOK.with(|took| (took.get() * LIVE_WAIT_FACTOR).max(LIVE_REFRESH_MS));
+    if LAST_ASKED.with(|last| now_ms() - last.get() >= wait) {
+        refresh(page);
+    }
+}
+
+/// Asks again for the digit in view, if there is one: at a run's end, or when the saliency's
+/// settings change. One question at a time: those asked meanwhile are one more.
 pub(super) fn refresh(page: &Shared) {
     if VIEWED.with(|viewed| viewed.borrow().is_none()) {
         return;
@@ -80,6 +99,7 @@ async fn show(page: &Shared) -> Result<(), PageError> {
         return Ok(());
     };
     let (class, smoothing) = saliency_settings();
+    LAST_ASKED.with(|last| last.set(now_ms()));
     let trainer = page.borrow().trainer.clone();
     let pixels = Payload::from(pixels);
     let looked = trainer
@@ -89,6 +109,7 @@ async fn show(page: &Shared) -> Result<(), PageError> {
             smoothing,
         })
         .await?;
+    LAST_TOOK.with(|took| took.set(now_ms() - LAST_ASKED.with(Cell::get)));
     let inside = &looked.inside;
     if draw_canvas("inside-view", |area, theme| {
         draw_inside(area, inside, theme)
@@ -118,6 +139,11 @@ async fn show(page: &Shared) -> Result<(), PageError> {
         ),
     );
     let figures = canvas.dataset();
+    let shown = figures
+        .get("shown")
+        .and_then(|n| n.parse::<u32>().ok())
+        .unwrap_or(0);
+    let _ = figures.set("shown", &(shown + 1).to_string());
     let _ = figures.set("guess", &guess.to_string());
     let _ = figures.set(
         "step",

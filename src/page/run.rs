@@ -42,7 +42,7 @@ fn show_event(page: &Shared, event: &TrainEvent, metrics: &RunMetrics, total: us
         // A log line: the views of the network follow the run's model.
         TrainEvent::Learning(_) => {
             wasm_bindgen_futures::spawn_local(learning::redraw());
-            inside::refresh(page);
+            inside::follow_run(page);
             false
         }
         TrainEvent::Epoch(report) => {

@@ -1453,6 +1453,107 @@ test('fine-tune on my digits: ten 1s drawn lying down, misread, are read after a
 });
 
 // Text that overflows its box or wraps mid-phrase, and sideways scrolling, as [what, problem].
+// Inside the network, during a run on `backend`: the views ask the engine only at log lines (the
+// run's checkpoint there), so a run with them open is as fast as one without (docs/performance.md).
+for (const backend of ['gpu', 'cpu']) {
+  test(`inside the network during a ${backend === 'gpu' ? 'WebGPU' : 'CPU'} run: a digit's layers follow the log lines, each layer's learning is charted, the digits are mapped before and after, and the keyboard opens a digit`, { timeout: 600_000 }, async () => {
+    const page = await open(`?epochs=1&train_limit=1920&test_limit=300&log_interval=5&model=lenet&backend=${backend}`);
+    // Before any model: the digits as fresh weights place them.
+    await page.selectOption('#map-of', 'fresh');
+    await page.fill('#map-count', '300');
+    await page.click('#map-digits');
+    await page.waitForFunction(() => document.getElementById('digit-map').dataset.points === '300', null, { timeout: 120_000 });
+    assert.match(await page.textContent('#map-status'), /^Before training \(lenet, seed 1\): 300 test digits; the two axes hold \d+% of fc1's variance/);
+    await page.click('#start');
+    await page.waitForFunction(() => Number(document.getElementById('ratio-chart').dataset.reports) >= 2, null, { timeout: 300_000 });
+    // The drawing, looked inside while the run trains: the run's model at its last log line.
+    await stroke(page, [140, 40], [140, 240]);
+    await page.click('#look-inside-drawing');
+    await page.waitForFunction(() => document.getElementById('inside-view').dataset.step, null, { timeout: 120_000 });
+    const first = Number(await page.getAttribute('#inside-view', 'data-step'));
+    assert.ok(first >= 6 && first % 5 === 1, `the view is of the checkpoint of a log line: step ${first}`);
+    assert.match(await page.textContent('#inside-status'), /^Your drawing: the run's lenet at step \d+ takes it for a \d \([\d.]+%\)\. Saliency of \d\./);
+    assert.equal(await page.getAttribute('#inside-view', 'data-maps'), '20 50');
+    // Drawn: the saliency's red over the digit, and conv1's maps.
+    assert.ok(await pixels(page, 'inside-view', [255, 64, 32]) > 20, 'the saliency is drawn');
+    // A later log line refreshes it, with no click.
+    await page.waitForFunction((first) => Number(document.getElementById('inside-view').dataset.step) > first, first, { timeout: 300_000 });
+    await page.waitForSelector('body[data-state="done"]', { timeout: 600_000 });
+    // Each layer's update ratio is charted, a line in each layer's colour.
+    for (const [layer, rgb] of [['conv1', [31, 119, 180]], ['fc2', [214, 39, 40]]]) {
+      assert.ok(await pixels(page, 'ratio-chart', rgb) > 30, `${layer}'s update ratio is drawn`);
+    }
+    assert.ok(await pixels(page, 'dead-chart', [44, 160, 44]) > 30, "fc1's dead units are drawn");
+    // fc1's gradients, chosen: their bands in fc1's colour.
+    await page.selectOption('#learning-layer', 'fc1');
+    await page.selectOption('#learning-values', 'gradients');
+    await page.waitForFunction(() => {
+      const c = document.getElementById('distribution-chart');
+      const { data } = c.getContext('2d').getImageData(0, 0, c.width, c.height);
+      let n = 0;
+      for (let i = 0; i < data.length; i += 4) if (Math.abs(data[i] - 44) + Math.abs(data[i + 1] - 160) + Math.abs(data[i + 2] - 44) < 60) n++;
+      return n > 100;
+    }, null, { timeout: 30_000 });
+    // After the run, the view is of the model it ended with.
+    await page.waitForFunction(() => /^Your drawing: the current lenet/.test(document.getElementById('inside-status').textContent), null, { timeout: 60_000 });
+    // SmoothGrad, asked for: said in the view.
+    await page.selectOption('#saliency-smoothing', '50');
+    await page.waitForFunction(() => document.getElementById('inside-view').getAttribute('aria-label').includes('saliency'), null, { timeout: 60_000 });
+    // A test digit of the gallery, with the keyboard alone.
+    await page.waitForSelector('#gallery figure canvas[role="button"]');
+    await page.focus('#gallery figure canvas[role="button"]');
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /^test image 0: the current lenet takes it for a \d/.test(document.getElementById('inside-status').textContent), null, { timeout: 60_000 });
+    // The digits as the trained model places them; the keyboard steps to the third and opens it.
+    await page.selectOption('#map-of', 'current');
+    await page.click('#map-digits');
+    await page.waitForFunction(() => /^This model: 300 test digits/.test(document.getElementById('map-status').textContent), null, { timeout: 120_000 });
+    await page.focus('#digit-map');
+    for (let i = 0; i < 3; i++) await page.keyboard.press('ArrowRight');
+    assert.equal(await page.textContent('#map-tip figcaption'), 'test image 2: a 1');
+    assert.equal(await page.isVisible('#map-tip'), true);
+    await page.keyboard.press('Enter');
+    await page.waitForFunction(() => /^test image 2: /.test(document.getElementById('inside-status').textContent), null, { timeout: 60_000 });
+    // The run, ticked in the runs table: its learning beside, its model offered to the map.
+    await page.check('#runs-table tr[data-id] input[data-action="select"]');
+    await page.waitForFunction(() => document.querySelectorAll('#learning-compared canvas').length === 2);
+    const offered = await page.$$eval('#map-of option', (options) => options.map((o) => o.value));
+    assert.equal(offered.length, 3, `${offered}`);
+    await page.selectOption('#map-of', offered[2]);
+    await page.click('#map-digits');
+    await page.waitForFunction(() => /^lenet · sgd lr 0\.01 · seed 1: 300 test digits/.test(document.getElementById('map-status').textContent), null, { timeout: 120_000 });
+    const speed = await page.textContent('#speed');
+    console.log(`inside the network (${backend}): ${speed} samples/s with the views open`);
+    assert.deepEqual(await axeViolations(page), [], 'the views, shown');
+    await page.locator('.network').screenshot({ path: new URL(`network-${backend}-1280.png`, screenshots).pathname });
+    assert.deepEqual(page.consoleErrors, []);
+    await page.close();
+  });
+}
+
+test('inside the network on a phone: the views fit one column, a tapped digit opens its layers', { timeout: 300_000 }, async () => {
+  const page = await newPage({ viewport: { width: 390, height: 844 }, hasTouch: true, isMobile: true });
+  await page.goto(`${base}/?epochs=1&train_limit=640&test_limit=200&log_interval=5&model=lenet-small&backend=cpu`);
+  await waitReady(page);
+  await page.click('#start');
+  await page.waitForSelector('body[data-state="done"]', { timeout: 120_000 });
+  await page.waitForSelector('#gallery figure canvas[role="button"]');
+  await page.tap('#gallery figure:nth-child(2) canvas');
+  await page.waitForFunction(() => /^test image 1: the current lenet-small/.test(document.getElementById('inside-status').textContent), null, { timeout: 60_000 });
+  assert.equal(await page.getAttribute('#inside-view', 'data-maps'), '10 20');
+  await page.fill('#map-count', '200');
+  await page.click('#map-digits');
+  await page.waitForFunction(() => document.getElementById('digit-map').dataset.points === '200', null, { timeout: 60_000 });
+  assert.deepEqual(await page.evaluate(layoutProblems), [], 'the views on a phone');
+  for (const id of ['inside-view', 'digit-map', 'ratio-chart']) {
+    const { width } = await page.$eval(`#${id}`, (el) => el.getBoundingClientRect().toJSON());
+    assert.ok(width <= 390, `#${id} is ${width} px wide`);
+  }
+  assert.deepEqual(await axeViolations(page), [], 'the views on a phone');
+  await page.locator('.network').screenshot({ path: new URL('network-phone.png', screenshots).pathname });
+  await page.close();
+});
+
 function layoutProblems() {
   const problems = [];
   const measure = document.createElement('canvas').getContext('2d');
