@@ -211,10 +211,10 @@ pub fn draw_inside<DB: DrawingBackend>(
 ) -> DrawResult<DB> {
     let margin = 10;
     draw_digit_and_saliency(area, inside, (margin, margin), theme)?;
-    draw_probabilities(area, inside, (margin + 300, margin), theme)?;
+    draw_probabilities(area, inside, (margin + 350, margin), theme)?;
     let filters = (
         format!("conv1's {} filters, 5×5", inside.filters.count),
-        (margin + 530, margin),
+        (margin + 580, margin),
     );
     let signed = Shade::of(&inside.filters.values, true);
     draw_grids(

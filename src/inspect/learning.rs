@@ -29,6 +29,8 @@ impl Bands {
             .iter()
             .flat_map(|at| [at.floor() as usize, at.ceil() as usize])
             .collect();
+        // Two bands between the same two neighbours give their ranks out of order.
+        ranks.sort_unstable();
         ranks.dedup();
         let mut values = values.to_vec();
         let mut start = 0;
@@ -211,6 +213,10 @@ mod tests {
         }
         assert_eq!(Bands::of(&[]), None);
         assert_eq!(Bands::of(&[2.5]), Some(Bands([2.5; 9])));
+        // Few values: several bands between the same two.
+        let Bands(three) = Bands::of(&[3.0, 1.0, 2.0]).unwrap();
+        assert_eq!((three[0], three[4], three[8]), (1.0, 2.0, 3.0));
+        assert!((three[1] - 1.1336).abs() < 1e-4, "{three:?}");
     }
 
     #[test]
