@@ -6,7 +6,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 use crate::chart::series::PALETTE;
-use crate::chart::style::{ChartError, ChartTheme, Corner, LegendRow, Mark};
+use crate::chart::style::{ChartError, ChartTheme, Corner, LegendRow, Mark, side_by_side_svg};
 use crate::inspect::projector::DigitMap;
 use crate::model::CLASSES;
 
@@ -92,23 +92,16 @@ pub fn draw_digit_map<DB: DrawingBackend>(
     Ok(places.collect())
 }
 
-/// Maps side by side, each under its title, as an SVG document.
-pub fn render_svg(maps: &[(&str, &DigitMap)]) -> Result<String, ChartError> {
-    let mut svg = String::new();
-    {
-        let size = (SIZE.0 * maps.len().max(1) as u32, SIZE.1);
-        let root = SVGBackend::with_string(&mut svg, size).into_drawing_area();
-        let theme = ChartTheme::LIGHT;
-        let drawn = root.fill(&theme.background).and_then(|()| {
-            let panels = root.split_evenly((1, maps.len().max(1)));
-            for ((title, map), panel) in maps.iter().zip(&panels) {
-                draw_digit_map(panel, map, title, &theme)?;
-            }
-            root.present()
-        });
-        drawn.map_err(|e| ChartError(e.to_string()))?;
-    }
-    Ok(svg)
+/// Two maps side by side, each under its title, as an SVG document.
+pub fn render_svg(
+    (left_title, left): (&str, &DigitMap),
+    (right_title, right): (&str, &DigitMap),
+) -> Result<String, ChartError> {
+    let size = (SIZE.0 * 2, SIZE.1);
+    side_by_side_svg(size, |left_area, right_area, theme| {
+        draw_digit_map(left_area, left, left_title, theme)?;
+        draw_digit_map(right_area, right, right_title, theme).map(|_| ())
+    })
 }
 
 #[cfg(test)]
@@ -122,7 +115,7 @@ mod tests {
             labels: vec![3, 7, 3],
             explained: [0.4, 0.2],
         };
-        let svg = render_svg(&[("Before", &map), ("After", &map)]).unwrap();
+        let svg = render_svg(("Before", &map), ("After", &map)).unwrap();
         assert!(svg.contains("Before") && svg.contains("After"));
         assert!(svg.contains("axis 1 (40% of the variance)"));
         // Three dots each, and a legend dot a digit.

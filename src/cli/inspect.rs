@@ -85,7 +85,7 @@ pub fn run_inspect(args: InspectArgs) -> Result<(), CliError> {
         format!("Before training (seed {})", config.seed),
         format!("After: {}", record.name),
     ];
-    let svg = digit_map::render_svg(&[(&titles[0], &before), (&titles[1], &after)])?;
+    let svg = digit_map::render_svg((&titles[0], &before), (&titles[1], &after))?;
     let path = out.join(MAP);
     write(&path, svg.as_bytes())?;
     println!(

@@ -45,6 +45,8 @@ pub(super) struct RunLoop<'a> {
     meter: IntervalMeter,
     /// Warns of the learning figures that mean trouble.
     watch: LearningWatch,
+    /// The step whose learning figures were taken last.
+    learned_at: Option<usize>,
     test_batcher: MnistBatcher,
     position: Position,
     /// Wall-clock time spent training: pauses, evaluation and checkpoints are out.
@@ -52,6 +54,10 @@ pub(super) struct RunLoop<'a> {
     epoch_len: usize,
     batches_per_epoch: usize,
 }
+
+/// Learning figures come at most this many steps apart, at log lines: gathering them costs
+/// about a step or two, which a run that logs every step would pay at each.
+const LEARNING_EVERY: usize = 10;
 
 /// What a step leaves the loop to do.
 enum Next {
@@ -87,6 +93,7 @@ impl<'a> RunLoop<'a> {
             early: start.early_stop,
             meter: IntervalMeter::new(epoch_len, config.batch_size, reads_are_free),
             watch: LearningWatch::default(),
+            learned_at: None,
             test_batcher: MnistBatcher::new(device.clone()),
             training_time: Duration::from_secs_f64(start.position.training_secs),
             position: start.position,
@@ -197,8 +204,17 @@ impl<'a> RunLoop<'a> {
         let checked = logged || batch + 1 == self.batches_per_epoch;
         // The weights this loss is computed with: kept if it is finite.
         let weights = checked.then(|| model.clone());
+        // A log line's learning figures, at most every `LEARNING_EVERY` steps.
+        let number = self.position.step + 1;
+        let watched = logged
+            && self
+                .learned_at
+                .is_none_or(|at| number >= at + LEARNING_EVERY);
+        if watched {
+            self.learned_at = Some(number);
+        }
         let at = (self.position.step, indices);
-        let stepped = (self.stepper).step_watched(model, &mut self.optim, rates, at, stop, logged);
+        let stepped = (self.stepper).step_watched(model, &mut self.optim, rates, at, stop, watched);
         let (model, stats, stop) = (stepped.model, stepped.stats, stepped.stop);
         self.position.step += 1;
         let probe = stepped

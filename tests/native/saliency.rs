@@ -1,6 +1,7 @@
 //! Saliency against PyTorch's input gradient on the same weights and digits (the fixture is
-//! made by tests/fixtures/pytorch_saliency.py), on the CPU backend and on wgpu; and SmoothGrad
-//! as the mean of the plain gradients of its noisy copies.
+//! made by tests/fixtures/pytorch_saliency.py), on the CPU backend, where the engines and the
+//! CLI compute it whatever trains; and SmoothGrad as the mean of the plain gradients of its
+//! noisy copies.
 
 use std::path::Path;
 
@@ -8,7 +9,6 @@ use burn::prelude::*;
 use serde::Deserialize;
 use webtrain::config::ModelKind;
 use webtrain::data::batcher::MnistBatcher;
-use webtrain::device::{BackendChoice, BackendKind, select_device};
 use webtrain::inspect::saliency::{Smoothing, noisy_copies, saliency};
 use webtrain::weights::from_safetensors;
 
@@ -40,30 +40,26 @@ fn saliency_is_pytorchs_input_gradient() {
     let fixture: Fixture = serde_json::from_str(&json).unwrap();
     let weights = std::fs::read(fixtures().join("pytorch_lenet_init.safetensors")).unwrap();
     let data = common::mnist();
-    let gpu = pollster::block_on(select_device(BackendChoice::Gpu))
-        .expect("a wgpu adapter (lavapipe on GPU-less machines: scripts/setup.sh browser)");
-    assert_eq!(gpu.kind, BackendKind::Gpu);
-    for (kind, device) in [("cpu", Device::flex()), ("wgpu", gpu.device)] {
-        let net = from_safetensors(weights.clone(), ModelKind::Lenet, &device).unwrap();
-        let batcher = MnistBatcher::new(device.clone());
-        for case in &fixture.cases {
-            let image = batcher.batch(&data.test, &[case.digit]).images;
-            let pixels = image.into_data().try_to_vec::<f32>().unwrap();
-            let found = values(saliency(&net, &pixels, case.class, Smoothing::NONE, 0));
-            let largest = case.gradient.iter().fold(0.0_f32, |m, g| m.max(g.abs()));
-            let worst = found
-                .iter()
-                .zip(&case.gradient)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0.0, f32::max);
-            // Within a thousandth of the largest gradient: float32's rounding in two orders.
-            assert!(
-                worst <= largest * 1e-3,
-                "{kind}, digit {} class {}: {worst} apart, largest {largest}",
-                case.digit,
-                case.class
-            );
-        }
+    let device = Device::flex();
+    let net = from_safetensors(weights, ModelKind::Lenet, &device).unwrap();
+    let batcher = MnistBatcher::new(device);
+    for case in &fixture.cases {
+        let image = batcher.batch(&data.test, &[case.digit]).images;
+        let pixels = image.into_data().try_to_vec::<f32>().unwrap();
+        let found = values(saliency(&net, &pixels, case.class, Smoothing::NONE, 0));
+        let largest = case.gradient.iter().fold(0.0_f32, |m, g| m.max(g.abs()));
+        let worst = found
+            .iter()
+            .zip(&case.gradient)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        // Within a thousandth of the largest gradient: float32's rounding in two orders.
+        assert!(
+            worst <= largest * 1e-3,
+            "digit {} class {}: {worst} apart, largest {largest}",
+            case.digit,
+            case.class
+        );
     }
 }
 
