@@ -1787,7 +1787,7 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     // Its files, written under --out as the CLI writes them, linked from the page.
     const links = await page.$$eval('#run-files a', (as) => as.map((a) => [a.textContent, a.href]));
     assert.deepEqual(links.map(([name]) => name).sort(),
-      ['checkpoint.safetensors', 'loss.svg', 'metrics.json', 'model.bpk', 'model.safetensors']);
+      ['checkpoint.safetensors', 'learning.svg', 'loss.svg', 'metrics.json', 'model.bpk', 'model.safetensors']);
     const folder = decodeURIComponent(new URL(links[0][1]).pathname.split('/')[2]);
     for (const [name] of links) assert.ok(existsSync(new URL(`${folder}/${name}`, `file://${out}`)), `${name} in --out`);
     // The run's folder is listed in the runs table, beside the browser's runs.
