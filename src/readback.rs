@@ -3,7 +3,7 @@
 
 use burn::prelude::*;
 use burn::tensor::kind::Basic;
-use burn::tensor::{Element, ExecutionError};
+use burn::tensor::{Element, ExecutionError, Transaction};
 use thiserror::Error;
 
 #[derive(Debug, Error)]
@@ -21,6 +21,25 @@ impl From<ExecutionError> for ReadbackError {
             other => Self::Failed(other.to_string()),
         }
     }
+}
+
+/// Each of `tensors`' values in row-major order, read back in one transfer (burn's
+/// `Transaction`): no copy of them into one tensor on the device first.
+pub async fn read_together<const D: usize>(
+    tensors: Vec<Tensor<D>>,
+) -> Result<Vec<Vec<f32>>, ReadbackError> {
+    let mut transaction = Transaction::default();
+    for tensor in tensors {
+        transaction = transaction.register(tensor);
+    }
+    let read = transaction.execute_async().await?;
+    read.into_iter()
+        .map(|data| {
+            data.convert::<f32>()
+                .try_into_vec::<f32>()
+                .map_err(|e| ReadbackError::Failed(format!("{e:?}")))
+        })
+        .collect()
 }
 
 /// A one-element tensor's value.

@@ -9,7 +9,7 @@ use crate::data::IMAGE_PIXELS;
 use crate::data::batcher::MnistBatcher;
 use crate::model::{CLASSES, Net};
 use crate::predict::predicted;
-use crate::readback::{ReadbackError, read_values};
+use crate::readback::{ReadbackError, read_together, read_values};
 
 /// Square maps of one layer, one after the other: `count` maps of `side` × `side`.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -89,38 +89,39 @@ pub async fn look_inside(
     let [_, _, p1, _] = outputs.pool1.dims();
     let [_, c2, s2, _] = outputs.conv2.dims();
     let [_, _, p2, _] = outputs.pool2.dims();
-    let hidden = outputs.fc1.dims()[1];
     let filters = net.conv1_filters();
     let flat = |maps: Tensor<4>| maps.flatten::<1>(0, 3);
-    let values = Tensor::cat(
-        vec![
-            flat(image),
-            flat(outputs.conv1),
-            flat(outputs.pool1),
-            flat(outputs.conv2),
-            flat(outputs.pool2),
-            outputs.fc1.flatten::<1>(0, 1),
-            outputs.probabilities.flatten::<1>(0, 1),
-            flat(filters),
-        ],
-        0,
-    );
-    let values = read_values::<f32, 1, _>(values).await?;
-    let mut rest = values.as_slice();
-    let mut take = |len: usize| {
-        let (part, after) = rest.split_at(len);
-        rest = after;
-        part.to_vec()
-    };
-    // The digit as the model takes it, normalised: what the saliency's gradient is taken of.
-    let inputs = take(IMAGE_PIXELS);
-    let conv1 = Maps::of(take(c1 * s1 * s1), [c1, s1]);
-    let pool1 = Maps::of(take(c1 * p1 * p1), [c1, p1]);
-    let conv2 = Maps::of(take(c2 * s2 * s2), [c2, s2]);
-    let pool2 = Maps::of(take(c2 * p2 * p2), [c2, p2]);
-    let fc1 = take(hidden);
-    let probabilities: [f32; CLASSES] = take(CLASSES).try_into().expect("ten classes");
-    let filters = Maps::of(take(c1 * 25), [c1, 5]);
+    let tensors = vec![
+        flat(image),
+        flat(outputs.conv1),
+        flat(outputs.pool1),
+        flat(outputs.conv2),
+        flat(outputs.pool2),
+        outputs.fc1.flatten::<1>(0, 1),
+        outputs.probabilities.flatten::<1>(0, 1),
+        flat(filters),
+    ];
+    let [
+        inputs,
+        conv1,
+        pool1,
+        conv2,
+        pool2,
+        fc1,
+        probabilities,
+        filters,
+    ]: [Vec<f32>; 8] = read_together(tensors)
+        .await?
+        .try_into()
+        .expect("eight tensors in, eight out");
+    // `inputs` is the digit as the model takes it, normalised: what the saliency's gradient is
+    // taken of.
+    let conv1 = Maps::of(conv1, [c1, s1]);
+    let pool1 = Maps::of(pool1, [c1, p1]);
+    let conv2 = Maps::of(conv2, [c2, s2]);
+    let pool2 = Maps::of(pool2, [c2, p2]);
+    let probabilities: [f32; CLASSES] = probabilities.try_into().expect("ten classes");
+    let filters = Maps::of(filters, [c1, 5]);
     let class = class
         .filter(|class| *class < CLASSES)
         .unwrap_or_else(|| predicted(&probabilities));

@@ -7,24 +7,23 @@ use burn::prelude::*;
 
 use super::learning::{LayerLearning, LearningReport, Spread, dead_share};
 use crate::model::{LAYERS, LayerOutputs, Net};
-use crate::readback::{ReadbackError, read_values};
+use crate::readback::{ReadbackError, read_together};
 
-/// What one layer's figures take of the values read.
-struct Lengths {
-    weights: usize,
-    gradients: usize,
-    /// ‖after − before‖² and ‖before‖², when the layer is not frozen.
-    norms: usize,
-    largest: usize,
+/// One layer's tensors at the step, on the device until read.
+struct LayerTensors {
+    weights: Tensor<1>,
+    gradient: Option<Tensor<1>>,
+    /// [‖after − before‖², ‖before‖²], when the layer is not frozen.
+    norms: Option<Tensor<1>>,
+    /// Each unit's largest output on the batch, for a layer with a ReLU.
+    largest: Option<Tensor<1>>,
 }
 
 /// The figures of one step, on the device until [`LearningProbe::read`].
 pub struct LearningProbe {
     epoch: usize,
     step: usize,
-    lengths: Vec<Lengths>,
-    /// Every layer's parts, one after the other.
-    values: Tensor<1>,
+    layers: Vec<LayerTensors>,
 }
 
 impl LearningProbe {
@@ -41,67 +40,56 @@ impl LearningProbe {
         let before = before.valid().layer_parameters();
         let after = after.valid().layer_parameters();
         let largest = outputs.largest_by_unit();
-        let mut parts = Vec::new();
-        let mut lengths = Vec::new();
         let layers = before.into_iter().zip(after).zip(gradients).zip(largest);
-        for ((((before, after), gradient), largest), frozen) in layers.zip(frozen) {
-            let weights = after.dims()[0];
-            parts.push(after.clone());
-            let gradients = gradient.map_or(0, |gradient| {
-                parts.push(gradient);
-                weights
-            });
-            let norms = match frozen {
-                true => 0,
-                false => {
-                    let moved = (after - before.clone()).powi_scalar(2).sum();
-                    parts.extend([moved, before.powi_scalar(2).sum()]);
-                    2
+        let layers = layers
+            .zip(frozen)
+            .map(|((((before, after), gradient), largest), frozen)| {
+                let norms = (!frozen).then(|| {
+                    let moved = (after.clone() - before.clone()).powi_scalar(2).sum();
+                    Tensor::cat(vec![moved, before.powi_scalar(2).sum()], 0)
+                });
+                LayerTensors {
+                    weights: after,
+                    gradient,
+                    norms,
+                    largest,
                 }
-            };
-            let largest = largest.map_or(0, |largest| {
-                let units = largest.dims()[0];
-                parts.push(largest);
-                units
             });
-            lengths.push(Lengths {
-                weights,
-                gradients,
-                norms,
-                largest,
-            });
-        }
         Self {
             epoch,
             step,
-            lengths,
-            values: Tensor::cat(parts, 0),
+            layers: layers.collect(),
         }
     }
 
-    /// The figures read back and worked out on the host.
+    /// The figures read back, in one transfer, and worked out on the host.
     pub async fn read(self) -> Result<LearningReport, ReadbackError> {
-        let values = read_values::<f32, 1, _>(self.values).await?;
-        let mut rest = values.as_slice();
-        let mut take = |len: usize| {
-            let (part, after) = rest.split_at(len);
-            rest = after;
-            part
-        };
-        let layers = LAYERS.iter().zip(&self.lengths).map(|(name, lengths)| {
-            let weights = Spread::of(take(lengths.weights));
-            let gradients = Spread::of(take(lengths.gradients));
-            let update_ratio = match take(lengths.norms) {
-                [moved, size] if *size > 0.0 => Some((f64::from(*moved) / f64::from(*size)).sqrt()),
+        let mut tensors = Vec::new();
+        for layer in &self.layers {
+            tensors.push(layer.weights.clone());
+            tensors.extend(
+                [&layer.gradient, &layer.norms, &layer.largest]
+                    .into_iter()
+                    .flatten()
+                    .cloned(),
+            );
+        }
+        let mut read = read_together(tensors).await?.into_iter();
+        let mut next = |present: bool| present.then(|| read.next()).flatten().unwrap_or_default();
+        let layers = LAYERS.iter().zip(&self.layers).map(|(name, layer)| {
+            let weights = Spread::of(&next(true));
+            let gradients = Spread::of(&next(layer.gradient.is_some()));
+            let update_ratio = match next(layer.norms.is_some())[..] {
+                [moved, size] if size > 0.0 => Some((f64::from(moved) / f64::from(size)).sqrt()),
                 _ => None,
             };
-            let largest = take(lengths.largest);
+            let largest = next(layer.largest.is_some());
             LayerLearning {
                 name: name.to_string(),
                 weights,
                 gradients,
                 update_ratio,
-                dead_share: dead_share(largest, largest.len()),
+                dead_share: dead_share(&largest, largest.len()),
             }
         });
         Ok(LearningReport {
