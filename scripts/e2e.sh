@@ -18,4 +18,6 @@ python3 scripts/serve.py "$dist" "$port" &
 server=$!
 trap 'kill $server' EXIT
 for _ in $(seq 50); do curl -fs "http://127.0.0.1:$port/" >/dev/null && break; sleep 0.2; done
-WEBTRAIN_DIST="$dist" WEBTRAIN_URL="http://127.0.0.1:$port" WEBTRAIN_CLI=${CARGO_TARGET_DIR:-target}/debug/webtrain node --test --test-concurrency=1 tests/e2e/page.test.mjs
+# The spec reporter ends on the failing tests, with their errors: the end of a long log names them.
+WEBTRAIN_DIST="$dist" WEBTRAIN_URL="http://127.0.0.1:$port" WEBTRAIN_CLI=${CARGO_TARGET_DIR:-target}/debug/webtrain node --test --test-concurrency=1 \
+  --test-reporter=spec tests/e2e/page.test.mjs

@@ -12,7 +12,7 @@ use crate::data::Mnist;
 use crate::data::batcher::epoch_order;
 use crate::model::Net;
 use crate::platform;
-use crate::readback::read_scalar;
+use crate::readback::read_together;
 use crate::train::group::Placement;
 use crate::train::optimizer::{Optimizer, Rates};
 use crate::train::schedule;
@@ -23,6 +23,10 @@ use crate::train::{TrainControl, TrainError};
 const SMOOTHING: f64 = 0.98;
 /// The test ends once the smoothed loss passes this many times its lowest.
 const DIVERGED: f64 = 4.0;
+/// The losses are read back this many steps at a time, in one transfer: a read-back at every
+/// step would stall the device's queue at every step. A test that diverges runs up to this
+/// many steps past it, on its own copy, and leaves them out.
+const READ_EVERY: usize = 10;
 pub const MAX_STEPS: usize = 10_000;
 
 /// The range the learning rate rises through.
@@ -133,7 +137,8 @@ pub async fn find_lr(
     let mut optimizer = Optimizer::new(config);
     let order = epoch_order(epoch_len, config.seed, 1);
     let mut batches = order.chunks(config.batch_size).cycle();
-    let (mut average, mut points, mut lowest) = (0.0, Vec::new(), f64::INFINITY);
+    let mut smoother = Smoother::default();
+    let mut unread: Vec<(f64, Tensor<1>)> = Vec::with_capacity(READ_EVERY);
     for index in 0..range.steps {
         if control.is_stopped() {
             break;
@@ -146,23 +151,71 @@ pub async fn find_lr(
         };
         let stats;
         (copy, stats) = stepper.step(copy, &mut optimizer, rates, index, indices);
-        let loss: f32 = read_scalar(stats.loss()).await?;
-        average = SMOOTHING * average + (1.0 - SMOOTHING) * f64::from(loss);
-        let smoothed = average / (1.0 - SMOOTHING.powi(index as i32 + 1));
-        let point = LrPoint {
-            lr: rates.lr,
-            loss,
-            smoothed,
-        };
-        on_point(&point);
-        points.push(point);
-        if !smoothed.is_finite() || smoothed > DIVERGED * lowest {
-            return Ok(LrFinding::from_points(points, true));
+        unread.push((rates.lr, stats.loss()));
+        if unread.len() == READ_EVERY && smoother.read(&mut unread, &mut on_point).await? {
+            return Ok(smoother.finding(true));
         }
-        lowest = lowest.min(smoothed);
         platform::yield_now().await;
     }
-    Ok(LrFinding::from_points(points, false))
+    let diverged = smoother.read(&mut unread, &mut on_point).await?;
+    Ok(smoother.finding(diverged))
+}
+
+/// The points so far and fast.ai's smoothing of their losses.
+struct Smoother {
+    average: f64,
+    lowest: f64,
+    points: Vec<LrPoint>,
+}
+
+impl Default for Smoother {
+    fn default() -> Self {
+        Self {
+            average: 0.0,
+            lowest: f64::INFINITY,
+            points: Vec::new(),
+        }
+    }
+}
+
+impl Smoother {
+    /// Reads the steps' losses in one transfer and takes them in order; true once the smoothed
+    /// loss diverged, the steps after that one left out as if never taken.
+    async fn read(
+        &mut self,
+        unread: &mut Vec<(f64, Tensor<1>)>,
+        on_point: &mut impl FnMut(&LrPoint),
+    ) -> Result<bool, TrainError> {
+        if unread.is_empty() {
+            return Ok(false);
+        }
+        let (rates, losses): (Vec<f64>, Vec<Tensor<1>>) = unread.drain(..).unzip();
+        let losses = read_together(losses).await?;
+        for (lr, loss) in rates.into_iter().zip(losses) {
+            let loss = loss.first().copied().unwrap_or(f32::NAN);
+            if self.take(lr, loss, on_point) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
+    /// One step's loss; true once the smoothed loss diverged.
+    fn take(&mut self, lr: f64, loss: f32, on_point: &mut impl FnMut(&LrPoint)) -> bool {
+        self.average = SMOOTHING * self.average + (1.0 - SMOOTHING) * f64::from(loss);
+        let taken = self.points.len() as i32 + 1;
+        let smoothed = self.average / (1.0 - SMOOTHING.powi(taken));
+        let point = LrPoint { lr, loss, smoothed };
+        on_point(&point);
+        self.points.push(point);
+        let diverged = !smoothed.is_finite() || smoothed > DIVERGED * self.lowest;
+        self.lowest = self.lowest.min(smoothed);
+        diverged
+    }
+
+    fn finding(self, diverged: bool) -> LrFinding {
+        LrFinding::from_points(self.points, diverged)
+    }
 }
 
 #[cfg(test)]
@@ -185,6 +238,26 @@ mod tests {
             .is_err()
         );
         assert!(LrRange { steps: 1, ..range }.validate().is_err());
+    }
+
+    #[test]
+    fn the_losses_smooth_as_fast_ais_and_divergence_is_four_times_the_lowest() {
+        let mut smoother = Smoother::default();
+        let mut shown = 0;
+        let mut take =
+            |smoother: &mut Smoother, loss| smoother.take(0.1, loss, &mut |_| shown += 1);
+        assert!(!take(&mut smoother, 2.0));
+        // Debiased, the first smoothed loss is the loss itself.
+        assert!((smoother.points[0].smoothed - 2.0).abs() < 1e-12);
+        assert!(!take(&mut smoother, 1.0));
+        let expected = (0.02 * 0.98 * 2.0 + 0.02 * 1.0) / (1.0 - 0.98f64.powi(2));
+        assert!((smoother.points[1].smoothed - expected).abs() < 1e-12);
+        assert!(!take(&mut smoother, 1.0));
+        // The lowest smoothed loss is about 1.3: a loss of 1,000 drives the average past 4×.
+        assert!(take(&mut smoother, 1000.0));
+        assert!(take(&mut smoother, f32::NAN));
+        assert_eq!(shown, 5);
+        assert!(smoother.finding(true).diverged);
     }
 
     #[test]
