@@ -18,6 +18,7 @@ pub mod measure; // benchmarks and profiles through the loop itself
 pub mod metrics; // what a run produced, gathered from its events
 pub mod model; // the two LeNets, initialised as PyTorch initialises them
 pub mod onnx; // a trained model as a standard ONNX graph
+pub mod pace; // a run's pace while its tab was in the background
 pub mod platform; // waiting, threads and memory: what the browser and a native process do differently
 pub mod predict; // what a model says of single digits
 pub mod pytorch; // a run as one self-contained PyTorch script

@@ -6,6 +6,7 @@
 //! `dom`, `engines` and `trainer` (the engines and how they are asked), `storage`, `download`
 //! and `canvas`. Each widget is a file of its own, and none reaches above itself.
 
+mod background;
 mod canvas;
 mod charts;
 mod collection;
@@ -86,6 +87,7 @@ pub fn start() {
     inside::wire(&page);
     learning::wire();
     digit_map::wire(&page);
+    background::wire(&page);
     wasm_bindgen_futures::spawn_local(async move {
         if let Err(error) = boot(&page).await {
             fail(&error.to_string());

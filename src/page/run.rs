@@ -15,7 +15,7 @@ use super::form::{backend_choice, fill_form, validate_form, write_query};
 use super::keeper::Keeper;
 use super::phase::Phase;
 use super::state::{ModelFile, Shared, log, set_phase, show_error};
-use super::{confusion, current, gallery, inside, learning, runs};
+use super::{background, confusion, current, gallery, inside, learning, runs};
 use crate::config::TrainConfig;
 use crate::metrics::RunMetrics;
 use crate::session::protocol::{FineTuned, Follow, Followed, OwnDigits, RunEnded, RunFiles, Train};
@@ -35,6 +35,7 @@ fn show_event(page: &Shared, event: &TrainEvent, metrics: &RunMetrics, total: us
                 &format!("{}/{}", step.epoch, metrics.config.epochs),
             );
             set_text("step", &step.step.to_string());
+            background::note_step(step.step);
             set_text("speed", &format!("{:.0}", step.samples_per_sec));
             false
         }

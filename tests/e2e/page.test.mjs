@@ -493,6 +493,35 @@ test('pause holds the run, resume continues it, stop ends it', async () => {
   await page.close();
 });
 
+test('a run slowed while its tab was in the background says so when the tab comes back; one that kept its pace says nothing', async () => {
+  const page = await open('?epochs=1&train_limit=20000&test_limit=100&log_interval=5&backend=cpu');
+  // Headless Chromium never hides a tab: the page is told it is hidden, as a browser tells it.
+  const setHidden = (hidden) => page.evaluate((hidden) => {
+    Object.defineProperty(document, 'hidden', { configurable: true, get: () => hidden });
+    document.dispatchEvent(new Event('visibilitychange'));
+  }, hidden);
+  await page.click('#start');
+  await page.waitForFunction(() => Number(document.querySelector('#step').textContent) >= 10);
+  await page.waitForTimeout(1500);
+  // A spell in which the run trained on, as a worker does in a hidden tab.
+  await setHidden(true);
+  const before = Number(await page.textContent('#step'));
+  await page.waitForTimeout(3500);
+  await setHidden(false);
+  assert.ok(Number(await page.textContent('#step')) > before + 5, 'the run trained on while hidden');
+  assert.doesNotMatch(await page.textContent('#log'), /in the background/);
+  // A spell in which it made no progress (held here by a pause, as a frozen tab would hold it).
+  await setHidden(true);
+  await page.click('#pause');
+  await page.waitForSelector('body[data-state="paused"]');
+  await page.waitForTimeout(3500);
+  await setHidden(false);
+  assert.match(await page.textContent('#log'), /While this tab was in the background \(\d+ s\), the run went at \d % of its pace/);
+  await page.click('#stop');
+  await page.waitForSelector('body[data-state="stopped"]');
+  await page.close();
+});
+
 test('a run that diverges ends as diverged, its last finite weights downloadable', { timeout: 300_000 }, async () => {
   // A learning rate of 10^6 from a link: the loss becomes NaN, which the worker's message carries.
   const page = await open('?epochs=1&train_limit=640&test_limit=100&lr=1000000&model=lenet-small&log_interval=2&backend=cpu');

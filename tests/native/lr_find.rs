@@ -61,8 +61,12 @@ fn leaves_the_model_and_optimizer_as_they_were(backend: BackendChoice) {
         |_| {},
     ))
     .unwrap();
-    // Read back ten steps at a time, every step's point is there.
-    assert_eq!(finding.points.len(), 20, "{finding:?}");
+    // Read back ten steps at a time, every step's point is there up to a divergence.
+    assert!(finding.points.len() > 10, "{finding:?}");
+    assert!(
+        finding.diverged || finding.points.len() == 20,
+        "{finding:?}"
+    );
     assert!(finding.suggestion.is_some());
     // Every weight's and optimizer buffer's bytes, read back from the device. (Not the files'
     // bytes: their JSON header is written from a hash map, in no fixed order.)
