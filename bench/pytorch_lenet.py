@@ -3,7 +3,7 @@
 reference/lenet_pytorch.py (PyTorch's MNIST example; its models are imported from there), timed
 the way webtrain times itself, so the two figures compare like for like.
 
-  python3 bench/pytorch_lenet.py --data data/mnist [--device auto|cpu|cuda] [--warmup 20]
+  python3 bench/pytorch_lenet.py --data data/mnist [--model lenet|lenet-small] [--device auto|cpu|cuda] [--warmup 20]
       [--steps 50] [--repeats 3] [--target-accuracy 98.5 --epochs 3]
 
 Prints one JSON line: throughput (median of `repeats` windows of `steps` steps after the
@@ -50,7 +50,7 @@ def sync(dev):
 
 
 def throughput(a, dev, x, y):
-    model = LeNet().to(dev)
+    model = MODELS[a.model]().to(dev)
     opt = optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     order = batches(len(x), a.batch_size, dev)
 
@@ -88,7 +88,7 @@ def throughput(a, dev, x, y):
 
 
 def time_to_accuracy(a, dev, x, y, xt, yt):
-    model = LeNet().to(dev)
+    model = MODELS[a.model]().to(dev)
     opt = optim.SGD(model.parameters(), lr=a.lr, momentum=a.momentum)
     training_secs, epochs, reached = 0.0, [], None
     for epoch in range(1, a.epochs + 1):
@@ -115,6 +115,7 @@ def time_to_accuracy(a, dev, x, y, xt, yt):
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", default="data/mnist")
+    p.add_argument("--model", default="lenet", choices=MODELS)
     p.add_argument("--device", default="auto", choices=["auto", "cpu", "cuda"])
     p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--momentum", type=float, default=0.9)
@@ -136,6 +137,7 @@ def main():
     x, y, xt, yt = x.to(dev), y.to(dev), xt.to(dev), yt.to(dev)
     report = {
         "framework": "pytorch",
+        "model": a.model,
         "version": torch.__version__,
         "device": torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {torch.get_num_threads()} threads",
         "throughput": throughput(a, dev, x, y),
