@@ -57,12 +57,12 @@ def main():
     accuracy = []
     for _ in range(a.accuracy_pairs):
         accuracy.append({"webtrain": reached(webtrain("lenet", True)), "pytorch": reached(pytorch("lenet", True))})
-    figures["lenet"]["time_to_98_5"] = accuracy
+    figures["time_to_98_5_lenet"] = accuracy
 
     print("| model | webtrain samples/s | PyTorch samples/s | ratio (median) |")
     print("|---|---|---|---|")
-    for model, found in figures.items():
-        pairs = found["throughput"]
+    for model in a.models.split(","):
+        pairs = figures[model]["throughput"]
         span = lambda key: f"{min(p[key] for p in pairs):,.0f}–{max(p[key] for p in pairs):,.0f}"
         ratios = [p["ratio"] for p in pairs]
         print(f"| {model} | {span('webtrain')} | {span('pytorch')} | "
