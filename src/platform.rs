@@ -64,6 +64,36 @@ pub async fn sleep_ms(ms: u32) {
 }
 
 /// What [`panic_in_cpu_pool`] panics with.
+/// Runs `work` as a dry run of its GPU kernels (cubecl's `DryRun`): each launch compiled and
+/// cached, none dispatched, and what it reads back meaningless. cubecl's dry run holds for
+/// every thread of the process while it is open, so it is opened for each poll of `work` alone,
+/// and only in the browser, where one thread launches every kernel: what the page's worker
+/// does between the polls runs for real. Natively, where other threads launch kernels
+/// meanwhile (a test binary's, an engine's), `work` runs for real.
+#[cfg(target_arch = "wasm32")]
+pub async fn dry_run<F: std::future::Future>(work: F) -> F::Output {
+    use std::pin::Pin;
+    use std::task::{Context, Poll};
+
+    struct DryRunning<F: std::future::Future>(Pin<Box<F>>);
+
+    impl<F: std::future::Future> std::future::Future for DryRunning<F> {
+        type Output = F::Output;
+
+        fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<F::Output> {
+            let _dry = cubecl_runtime::dry_run::DryRun::new();
+            self.0.as_mut().poll(context)
+        }
+    }
+
+    DryRunning(Box::pin(work)).await
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub async fn dry_run<F: std::future::Future>(work: F) -> F::Output {
+    work.await
+}
+
 #[cfg(debug_assertions)]
 pub const POOL_PANIC: &str = "a panic provoked in a thread of the CPU backend's pool";
 

@@ -2,19 +2,15 @@
 //! time its kernel runs; before a LeNet run's first step that is most of the wait (on
 //! SwiftShader 55 pipelines before the first step and 15 more over the next two). A few steps on
 //! blank images, taken while the page downloads MNIST, leave the user's run none to build.
-//! They are taken as a dry run (cubecl's `DryRun`): every kernel is compiled and cached, none
-//! is dispatched, so the warm-up costs the compilation alone and not a software GPU's seconds
-//! of arithmetic a step. Autotune's own launches still run: they are its measurement.
-
-use std::future::Future;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+//! In the browser they are taken as a dry run (`platform::dry_run`): every kernel compiled and
+//! cached, none dispatched, so the warm-up costs the compilation alone and not a software GPU's
+//! seconds of arithmetic a step.
 
 use burn::prelude::Device;
-use cubecl_runtime::dry_run::DryRun;
 
 use crate::config::TrainConfig;
 use crate::data::{Mnist, MnistSplit};
+use crate::platform;
 use crate::train::{Outcome, TrainControl, TrainError, train};
 
 /// Steps that meet every kernel of a run's steady state: the first has no momentum buffer yet
@@ -48,22 +44,9 @@ pub async fn warm_up(
     };
     // What a dry run reads back is meaningless, so nothing here is kept: a loss read as not
     // finite would only end the warm-up early.
-    DryRunning(Box::pin(train(&config, &blank, device, control, |_| {})))
+    platform::dry_run(train(&config, &blank, device, control, |_| {}))
         .await
         .map(|trained| trained.outcome)
-}
-
-/// A future whose every poll is a dry run, and nothing else: the launches of whatever the page
-/// or engine does between its polls (another request's, on the same thread) run for real.
-struct DryRunning<F: Future>(Pin<Box<F>>);
-
-impl<F: Future> Future for DryRunning<F> {
-    type Output = F::Output;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<F::Output> {
-        let _dry = DryRun::new();
-        self.0.as_mut().poll(context)
-    }
 }
 
 #[cfg(test)]
