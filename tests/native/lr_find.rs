@@ -20,8 +20,10 @@ use webtrain::train::{Placement, TrainControl};
 fn leaves_the_model_and_optimizer_as_they_were(backend: BackendChoice) {
     let device = pollster::block_on(select_device(backend)).unwrap().device;
     let data = common::mnist();
+    // lenet with Adam at batch 64, as the wgpu test against PyTorch trains: one shape's kernels
+    // and autotune choices serve both.
     let config = TrainConfig {
-        model: ModelKind::LenetSmall,
+        model: ModelKind::Lenet,
         optimizer: webtrain::config::OptimizerKind::Adam,
         train_limit: Some(1280),
         ..TrainConfig::default()
