@@ -1,11 +1,13 @@
 //! The webtrain binary, run from the project's root as a user runs it.
 
+use crate::common;
+
 use std::process::{Command, Output};
 
 /// The binary with `args`, not yet started.
 pub fn command(args: &[&str]) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_webtrain"));
-    command.args(args).current_dir(env!("CARGO_MANIFEST_DIR"));
+    let mut command = Command::new(common::webtrain());
+    command.args(args).current_dir(common::checkout());
     command
 }
 

@@ -1,5 +1,7 @@
 //! The `webtrain` binary, as a user runs it.
 
+use crate::common;
+
 use crate::binary::webtrain;
 use crate::corpus;
 
@@ -31,7 +33,7 @@ fn flags_that_are_no_setting_get_one_clear_line_and_exit_2() {
 /// Every malformed input of the corpus, as a file or a flag: exit 2, one line, no panic.
 #[test]
 fn the_malformed_input_corpus_is_refused_with_one_line_each() {
-    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    let mnist = common::checkout().join("data/mnist");
     let cases = pollster::block_on(corpus::cases());
     assert!(cases.len() >= 40, "{} cases", cases.len());
     for case in cases {

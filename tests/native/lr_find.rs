@@ -92,7 +92,7 @@ fn the_range_test_leaves_the_model_and_optimizer_as_they_were_on_wgpu() {
 fn lr_find_prints_a_suggestion_and_writes_its_curve() {
     let dir = tempfile::tempdir().unwrap();
     let svg = dir.path().join("lr.svg");
-    let output = Command::new(env!("CARGO_BIN_EXE_webtrain"))
+    let output = Command::new(common::webtrain())
         .args([
             "lr-find",
             "--backend",
@@ -102,7 +102,7 @@ fn lr_find_prints_a_suggestion_and_writes_its_curve() {
             "--svg",
         ])
         .arg(&svg)
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .current_dir(common::checkout())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -122,7 +122,7 @@ fn lr_find_prints_a_suggestion_and_writes_its_curve() {
     let drawn = std::fs::read_to_string(&svg).unwrap();
     assert!(drawn.contains("suggested"), "{drawn}");
     // A range that is no range is refused in one line.
-    let refused = Command::new(env!("CARGO_BIN_EXE_webtrain"))
+    let refused = Command::new(common::webtrain())
         .args(["lr-find", "--start-lr", "1", "--end-lr", "0.1"])
         .output()
         .unwrap();

@@ -3,6 +3,8 @@
 //! and each fault (other settings, a missing device, a killed rank, Ctrl-C) ends the job in
 //! words, promptly.
 
+use crate::common;
+
 use std::path::Path;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
@@ -33,13 +35,14 @@ fn mpirun(ranks: &[Vec<&str>]) -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT", "1")
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
-        .current_dir(env!("CARGO_MANIFEST_DIR"));
+        .current_dir(common::checkout());
     for (n, args) in ranks.iter().enumerate() {
         if n > 0 {
             command.arg(":");
         }
         command
-            .args(["-np", "1", env!("CARGO_BIN_EXE_webtrain")])
+            .args(["-np", "1"])
+            .arg(common::webtrain())
             .args(args);
     }
     command
@@ -239,7 +242,7 @@ fn processes_that_differ_or_lack_their_device_are_refused_naming_the_rank() {
     // MNIST with one label changed, on rank 1.
     let other = dir.path().join("other-mnist");
     std::fs::create_dir(&other).unwrap();
-    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    let mnist = common::checkout().join("data/mnist");
     for name in [
         "train-images-idx3-ubyte",
         "t10k-images-idx3-ubyte",

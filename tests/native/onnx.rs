@@ -27,7 +27,7 @@ fn python() -> PathBuf {
 }
 
 fn mnist_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist")
+    common::checkout().join("data/mnist")
 }
 
 /// webtrain's logits for the first test digits, from `weights`, as the check reads them.
@@ -50,7 +50,7 @@ fn webtrain_logits(weights: &Path, model: ModelKind, out: &Path) {
 fn checked(onnx: &Path, weights: &Path, model: ModelKind) -> serde_json::Value {
     let logits = onnx.with_extension("logits");
     webtrain_logits(weights, model, &logits);
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/onnx_check.py");
+    let script = common::checkout().join("tests/onnx_check.py");
     let output = Command::new(python())
         .arg(script)
         .args([onnx, &mnist_dir(), &logits])

@@ -4,7 +4,7 @@
 use crate::common;
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::PathBuf;
 
 use burn::prelude::*;
 use serde::Deserialize;
@@ -34,8 +34,8 @@ struct Run {
     losses_float64: Vec<f64>,
 }
 
-fn fixtures() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
+fn fixtures() -> PathBuf {
+    common::checkout().join("tests/fixtures")
 }
 
 fn fixture() -> Fixture {

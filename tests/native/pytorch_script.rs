@@ -3,7 +3,9 @@
 //! measured over seeds (bench/pytorch_script_seeds.py, docs/training-quality.md). torch and
 //! torchvision come from `scripts/setup.sh pytorch` (`$TORCH_VENV`).
 
-use std::path::{Path, PathBuf};
+use crate::common;
+
+use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use crate::binary::{succeeds, webtrain};
@@ -72,7 +74,7 @@ fn a_runs_pytorch_script_trains_it_again() {
     let exported = text(&succeeds(&["export", "--pytorch", run.to_str().unwrap()]));
     let script = run.join("train_pytorch.py");
     assert!(exported.starts_with(&format!("Wrote {}", script.display())));
-    let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    let data = common::checkout().join("data/mnist");
     let ran = Command::new(python())
         .arg(&script)
         .arg("--data")

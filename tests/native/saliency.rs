@@ -3,7 +3,7 @@
 //! CLI compute it whatever trains; and SmoothGrad as the mean of the plain gradients of its
 //! noisy copies.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use burn::prelude::*;
 use serde::Deserialize;
@@ -26,8 +26,8 @@ struct Case {
     gradient: Vec<f32>,
 }
 
-fn fixtures() -> &'static Path {
-    Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures"))
+fn fixtures() -> PathBuf {
+    common::checkout().join("tests/fixtures")
 }
 
 fn values(tensor: Tensor<2>) -> Vec<f32> {

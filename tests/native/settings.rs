@@ -3,6 +3,8 @@
 //! here the form in index.html is checked against it: a field for each setting, its initial
 //! value the default, each of a select's options a value the setting takes.
 
+use crate::common;
+
 use std::process::Command;
 
 use webtrain::config::TrainConfig;
@@ -70,7 +72,7 @@ fn the_forms_fields_are_the_settings_with_their_defaults() {
 
 #[test]
 fn the_clis_help_names_every_setting_with_its_default() {
-    let help = Command::new(env!("CARGO_BIN_EXE_webtrain"))
+    let help = Command::new(common::webtrain())
         .args(["train", "--help"])
         .output()
         .unwrap();

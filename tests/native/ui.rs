@@ -4,10 +4,12 @@
 //! oversized messages get errors and end no one's run; the corpus's file cases are refused in
 //! the same words as in the browser.
 
+use crate::common;
+
 use crate::corpus;
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use futures_util::{SinkExt, StreamExt};
@@ -42,8 +44,8 @@ impl Server {
         let dist = tempfile::tempdir().unwrap();
         std::fs::write(dist.path().join("index.html"), "<title>webtrain</title>").unwrap();
         let out = tempfile::tempdir().unwrap();
-        let data = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_webtrain"))
+        let data = common::checkout().join("data/mnist");
+        let mut child = Command::new(common::webtrain())
             .arg("ui")
             .args(["--port", "0", "--data"])
             .arg(&data)
@@ -288,8 +290,7 @@ async fn pages_without_the_token_or_from_another_origin_are_refused() {
     // need the token.
     let (status, page) = server.get_with_headers("/").await;
     assert_eq!(status, 200);
-    let trunk =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("Trunk.toml")).unwrap();
+    let trunk = std::fs::read_to_string(common::checkout().join("Trunk.toml")).unwrap();
     let policy = trunk
         .lines()
         .find_map(|line| line.strip_prefix("Content-Security-Policy = "))
@@ -507,7 +508,7 @@ async fn bad_and_oversized_messages_get_errors_and_end_no_run() {
 async fn the_corpus_files_and_settings_are_refused_through_the_socket() {
     let server = Server::start();
     let mut page = server.connect().await;
-    let mnist = Path::new(env!("CARGO_MANIFEST_DIR")).join("data/mnist");
+    let mnist = common::checkout().join("data/mnist");
     let read = |name: &str| std::fs::read(mnist.join(format!("{name}.gz"))).unwrap();
     let (test_images, test_labels) = (read(TEST_IMAGES), read(TEST_LABELS));
     page.ask(Download {}).await.answer();
