@@ -63,7 +63,6 @@ pub async fn sleep_ms(ms: u32) {
     yield_now().await;
 }
 
-/// What [`panic_in_cpu_pool`] panics with.
 /// Runs `work` as a dry run of its GPU kernels (cubecl's `DryRun`): each launch compiled and
 /// cached, none dispatched, and what it reads back meaningless. cubecl's dry run holds for
 /// every thread of the process while it is open, so it is opened for each poll of `work` alone,
@@ -94,6 +93,7 @@ pub async fn dry_run<F: std::future::Future>(work: F) -> F::Output {
     work.await
 }
 
+/// What [`panic_in_cpu_pool`] panics with.
 #[cfg(debug_assertions)]
 pub const POOL_PANIC: &str = "a panic provoked in a thread of the CPU backend's pool";
 
