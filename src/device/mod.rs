@@ -193,6 +193,12 @@ impl Drop for Claim {
     }
 }
 
+/// Kernels queued before cubecl submits them to the GPU, against its default of 32. Each
+/// training step uploads its batch's indices, and an upload first submits what is queued, so
+/// with room for a whole step (44 kernels on WebGPU; lavapipe's autotune picks about 150) a step
+/// that neither logs nor checkpoints submits once.
+const TASKS_PER_SUBMIT: usize = 256;
+
 /// Selects the GPU, the `lost`th time after one was lost.
 async fn select_gpu(lost: usize) -> Result<GpuAdapter, String> {
     let options = match lost {
@@ -202,6 +208,7 @@ async fn select_gpu(lost: usize) -> Result<GpuAdapter, String> {
         })?,
     };
     let (device, setup) = options
+        .tasks_max(TASKS_PER_SUBMIT)
         .init_with_setup_async()
         .await
         .map_err(|error| error.to_string())?;
