@@ -195,9 +195,9 @@ impl Drop for Claim {
 
 /// Kernels queued before cubecl submits them to the GPU, against its default of 32. Each
 /// training step uploads its batch's indices, and an upload first submits what is queued, so
-/// with room for a whole step (44 kernels on WebGPU; lavapipe's autotune picks about 150) a step
-/// that neither logs nor checkpoints submits once.
-const TASKS_PER_SUBMIT: usize = 256;
+/// with room for a whole step (about 43 kernels on WebGPU) most steps submit once. With 256
+/// fusion dispatched 6 more kernels a step (docs/performance.md, "Submissions").
+const TASKS_PER_SUBMIT: usize = 128;
 
 /// Selects the GPU, the `lost`th time after one was lost.
 async fn select_gpu(lost: usize) -> Result<GpuAdapter, String> {

@@ -190,11 +190,13 @@ fn a_cpu_profile_times_a_step_in_the_browser() {
 /// by kernel). Fusion runs a step's last kernels in the next step's submission every second or
 /// third step, so a count over 20 steps moves with where it starts. 42.8 in this window on
 /// 2026-12-02, after the weight gradient's kernel (`patches/burn-cubecl`) and the model's
-/// layouts (`src/model.rs`). A step submits once: its upload of the batch's indices submits what
-/// the step before it queued (`TASKS_PER_SUBMIT`, `src/device/mod.rs`).
+/// layouts (`src/model.rs`). A step's upload of its batch's indices submits what the step before
+/// it queued (`TASKS_PER_SUBMIT`, `src/device/mod.rs`): 1.4 submits a step in this window on
+/// 2026-12-06, against 2.3 with cubecl's default queue; the ceiling is that, rounded up.
 #[wasm_bindgen_test]
-async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today_in_one_submission() {
+async fn a_lenet_step_on_webgpu_dispatches_and_submits_no_more_than_today() {
     const CEILING: f64 = 44.0;
+    const SUBMITS_CEILING: f64 = 1.5;
     let device = select_device(BackendChoice::Gpu).await.unwrap();
     let config = TrainConfig {
         epochs: 1,
@@ -230,7 +232,10 @@ async fn a_lenet_step_on_webgpu_dispatches_no_more_kernels_than_today_in_one_sub
         dispatched <= CEILING,
         "{dispatched:.2} dispatches a step, more than {CEILING}"
     );
-    assert!(submitted <= 1.0, "{submitted:.2} submits a step");
+    assert!(
+        submitted <= SUBMITS_CEILING,
+        "{submitted:.2} submits a step, more than {SUBMITS_CEILING}"
+    );
 }
 
 /// A convolution's weight gradient on WebGPU, where burn-cubecl has no autotune and always runs
