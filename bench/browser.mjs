@@ -124,7 +124,9 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
   const last = marks[marks.length - 1];
   const query = `?epochs=1&train_limit=${(last + 1) * 64}&test_limit=100&batch_size=64`
     + `&log_interval=${steps}&backend=${backend}`;
-  const page = await browser.newPage();
+  // Service workers blocked: a page the page's own service worker controls fetches worker.js
+  // through it, past page.route and so past the counting.
+  const page = await browser.newPage({ serviceWorkers: 'block' });
   await page.route('**/worker.js', (route) => withCountedWorker(route, timing));
   try {
     const loading = Date.now();
@@ -176,7 +178,7 @@ export async function benchPage(browser, base, backend, { warmup, steps, repeats
 
 // Where a CPU step's time goes in the page's worker (src/measure/op_profile.rs), on its MNIST.
 export async function profilePageCpu(browser, base, repeats) {
-  const page = await browser.newPage();
+  const page = await browser.newPage({ serviceWorkers: 'block' });
   await page.route('**/worker.js', (route) => withCountedWorker(route, false));
   try {
     await page.goto(`${base}/?backend=cpu`);
