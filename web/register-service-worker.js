@@ -3,7 +3,8 @@
 // isolated yet: once the worker controls the page, one reload makes it so. A page still not
 // isolated after that reload (a host whose headers forbid it, a browser that refuses, a hard
 // reload past the worker) is not reloaded again while the tab lasts: it trains on one CPU
-// thread and its backend line says why.
+// thread and its backend line says why. A page a worker controls asks the host for a new build
+// at once: the browser's own check after a navigation waits until the page's requests pause.
 const RELOADED = 'webtrain-isolation-reload';
 
 if ('serviceWorker' in navigator) {
@@ -12,7 +13,10 @@ if ('serviceWorker' in navigator) {
     sessionStorage.setItem(RELOADED, '1');
     location.reload();
   };
-  navigator.serviceWorker.register('./service-worker.js').then(() => {
+  navigator.serviceWorker.register('./service-worker.js').then((registration) => {
+    if (navigator.serviceWorker.controller) {
+      registration.update().catch((error) => console.warn(`webtrain: no check for a new build: ${error}`));
+    }
     if (window.crossOriginIsolated) return sessionStorage.removeItem(RELOADED);
     if (navigator.serviceWorker.controller) return reload();
     navigator.serviceWorker.addEventListener('controllerchange', reload, { once: true });

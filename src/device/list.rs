@@ -6,7 +6,9 @@ use burn::prelude::*;
 use burn::tensor::DeviceKind;
 use burn::tensor::wgpu::wgpu::{self, DeviceType};
 
-use super::{BackendChoice, BackendKind, DeviceError, TrainDevice, cpu, gpu, gpu_adapter};
+use super::{
+    BackendChoice, BackendKind, DeviceError, TrainDevice, cpu, gpu, gpu_adapter, listed_gpu,
+};
 use crate::config::{DeviceList, DeviceName, ModelKind};
 use crate::platform::{self, cpu_threads};
 
@@ -61,15 +63,15 @@ fn devices_here(gpus: &[HardwareGpu]) -> String {
     here.join(", ")
 }
 
-fn hardware(gpu: &HardwareGpu, index: usize) -> TrainDevice {
-    TrainDevice {
-        device: Device::wgpu(gpu.kind.clone()),
+async fn hardware(gpu: &HardwareGpu, index: usize) -> Result<TrainDevice, DeviceError> {
+    Ok(TrainDevice {
+        device: listed_gpu(gpu.kind.clone()).await?,
         kind: BackendKind::Gpu,
         adapter: format!("gpu:{index}, {}", gpu.description),
         reason: "the device list names it".to_string(),
         threads: cpu_threads(),
         max_buffer_bytes: Some(gpu.max_buffer_bytes),
-    }
+    })
 }
 
 /// The devices `list` names, the first of which holds the model; `backend` chooses the one
@@ -112,7 +114,7 @@ pub async fn select_devices(
                 gpu(adapter, reason.to_string())
             }
             DeviceName::Gpu(Some(index)) => match gpus.get(index) {
-                Some(found) => hardware(found, index),
+                Some(found) => hardware(found, index).await?,
                 None => {
                     return Err(DeviceError::NoSuchGpu {
                         index,

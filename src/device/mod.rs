@@ -5,6 +5,8 @@ use std::str::FromStr;
 use std::sync::Mutex;
 
 use burn::prelude::*;
+use burn::tensor::DeviceKind;
+use burn::tensor::wgpu::WgpuInitError;
 use burn::tensor::wgpu::wgpu::{Backend, DeviceType};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
@@ -199,6 +201,32 @@ impl Drop for Claim {
 /// 1.4 times a step against 2.3. With 256 fusion dispatched 6 more kernels a step
 /// (docs/performance.md, "Submissions").
 const TASKS_PER_SUBMIT: usize = 128;
+
+/// burn's device for a hardware GPU of the device list, its runtime made with the queue
+/// [`select_gpu`] gives its own, the first time this process names it. A runtime made before
+/// (an earlier run of the process) is reused as it is.
+async fn listed_gpu(kind: DeviceKind) -> Result<Device, DeviceError> {
+    static MADE: Mutex<Vec<DeviceKind>> = Mutex::new(Vec::new());
+    let made = || {
+        MADE.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    };
+    if made().contains(&kind) {
+        return Ok(Device::wgpu(kind));
+    }
+    let device = match Device::wgpu_options()
+        .device_kind(kind.clone())
+        .tasks_max(TASKS_PER_SUBMIT)
+        .init_async()
+        .await
+    {
+        Ok(device) => device,
+        Err(WgpuInitError::Registration { .. }) => Device::wgpu(kind.clone()),
+        Err(error) => return Err(DeviceError::NoGpu(error.to_string())),
+    };
+    made().push(kind);
+    Ok(device)
+}
 
 /// Selects the GPU, the `lost`th time after one was lost.
 async fn select_gpu(lost: usize) -> Result<GpuAdapter, String> {

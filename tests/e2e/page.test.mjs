@@ -913,7 +913,14 @@ test('a new build replaces the old: an older service worker never serves the new
     await until(page, async (name) => {
       const names = (await caches.keys()).filter((n) => n.startsWith('webtrain-app-'));
       return names.length === 1 && names[0] === name;
-    }, 60_000, `webtrain-app-${buildOf(second)}`);
+    }, 120_000, `webtrain-app-${buildOf(second)}`).catch(async (error) => {
+      // Where the replacement stopped: each worker of the registration, with its state.
+      const workers = await page.evaluate(async () => {
+        const registration = await navigator.serviceWorker.getRegistration();
+        return [registration?.installing, registration?.waiting, registration?.active].map((worker) => worker?.state ?? 'none');
+      }).catch((e) => `unreadable: ${e}`);
+      throw new Error(`${error.message}\ninstalling, waiting, active: ${workers}; caches: ${await page.evaluate(() => caches.keys())}`);
+    });
     // Offline, the second build loads whole from its cache.
     await server.stop();
     await context.setOffline(true);
