@@ -40,8 +40,8 @@ const { default: init } = await import('./webtrain.js');
 await init();
 `;
 
-// What each step cost the device on average from step `from` to step `to`, and the readbacks
-// and submits of steps that neither log nor checkpoint (the step after a logged one takes its
+// What each step cost the device on average from step `from` to step `to`, and the readbacks,
+// submits and dispatches of steps that neither log nor checkpoint (the step after a logged one takes its
 // checkpoint's read).
 export function perStep(counts, from, to) {
   if (!counts?.[from] || !counts?.[to]) return null;
@@ -49,17 +49,19 @@ export function perStep(counts, from, to) {
   for (const key of ['dispatches', 'submits', 'uploads', 'upload_bytes', 'readbacks', 'pipelines']) {
     average[key] = (counts[to][key] - counts[from][key]) / (to - from);
   }
-  let [quiet, quietSteps, quietSubmits] = [0, 0, 0];
+  let [quiet, quietSteps, quietSubmits, quietDispatches] = [0, 0, 0, 0];
   for (let step = from + 1; step <= to; step++) {
     if (!counts[step].logged && !counts[step - 1].logged) {
       quiet += counts[step].readbacks - counts[step - 1].readbacks;
       quietSubmits += counts[step].submits - counts[step - 1].submits;
+      quietDispatches += counts[step].dispatches - counts[step - 1].dispatches;
       quietSteps++;
     }
   }
   return {
     ...average, steps: to - from, readbacks_on_quiet_steps: quiet,
     submits_per_quiet_step: quietSteps ? quietSubmits / quietSteps : null,
+    dispatches_per_quiet_step: quietSteps ? quietDispatches / quietSteps : null,
     kernels: kernelFamilies(counts[from].kernels, counts[to].kernels, to - from),
   };
 }

@@ -62,15 +62,20 @@ impl ResidentSplit {
         split: &MnistSplit,
         indices: &[usize],
     ) -> MnistBatch {
-        let images = match self.chunks.as_slice() {
+        MnistBatch {
+            images: self.images(indices),
+            targets: batcher.batch_targets(split, indices),
+        }
+    }
+
+    /// The images at `indices` (each below the length it was made with), in that order: only
+    /// the indices are uploaded.
+    pub fn images(&self, indices: &[usize]) -> Tensor<4> {
+        match self.chunks.as_slice() {
             [chunk] => chunk
                 .clone()
                 .select(0, self.indices(indices.iter().copied())),
             chunks => self.gather_across(chunks, indices),
-        };
-        MnistBatch {
-            images,
-            targets: batcher.batch_targets(split, indices),
         }
     }
 

@@ -222,7 +222,7 @@ impl<'a> RunLoop<'a> {
             .zip(weights.as_ref())
             .map(|(gradients, before)| {
                 let place = (self.position.epoch, self.position.step);
-                let images = self.test_batcher.batch(&self.data.train, indices).images;
+                let images = self.stepper.images(indices);
                 let outputs = model.valid().layer_outputs(images);
                 let frozen = LAYERS.map(|layer| self.optim.frozen(layer));
                 LearningProbe::gather(place, (before, &model), gradients, frozen, &outputs)

@@ -106,6 +106,16 @@ impl<'a> Shard<'a> {
         model.fork(&self.autodiff).map(&mut TrackGradients)
     }
 
+    /// The images of the samples at `indices`, untransformed, on the device without autodiff:
+    /// from the split kept on a GPU, so that only their indices are uploaded.
+    fn images(&self, indices: &[usize]) -> Tensor<4> {
+        let images = match &self.resident {
+            Some(resident) => resident.images(indices),
+            None => self.batcher.batch(self.split, indices).images,
+        };
+        images.inner()
+    }
+
     /// The gradients of the batch's mean loss that this shard's samples, `indices`, make up,
     /// and their figures.
     fn gradients(
@@ -157,6 +167,12 @@ impl<'a> Stepper<'a> {
     /// The part of a batch (or test set) of `len` that this process takes.
     pub fn share(&self, len: usize) -> Range<usize> {
         self.placement.share(len)
+    }
+
+    /// The images of the samples at `indices`, untransformed, on the first device without
+    /// autodiff, where [`Net::valid`] leaves the model.
+    pub fn images(&self, indices: &[usize]) -> Tensor<4> {
+        self.shards[0].images(indices)
     }
 
     /// `model`'s weights on this stepper's first device, ready to be trained.

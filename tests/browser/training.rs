@@ -130,6 +130,72 @@ fn submits() -> u32 {
     calls_so_far("submits", "GPUQueue", &["submit"])
 }
 
+/// Bytes this page has uploaded to WebGPU so far: written to buffers, and in buffers mapped at
+/// creation (as `bench/gpu_counts.js` counts them for `make bench`).
+fn bytes_uploaded() -> f64 {
+    js_sys::eval(
+        "if (globalThis.bytesUploaded === undefined) {
+           globalThis.bytesUploaded = 0;
+           const bytes = (data, offset = 0, size) => {
+             const unit = data.BYTES_PER_ELEMENT ?? 1;
+             return (size ?? data.byteLength / unit - offset) * unit;
+           };
+           const write = GPUQueue.prototype.writeBuffer;
+           GPUQueue.prototype.writeBuffer = function (buffer, at, data, offset, size) {
+             globalThis.bytesUploaded += bytes(data, offset, size);
+             return write.apply(this, arguments);
+           };
+           const create = GPUDevice.prototype.createBuffer;
+           GPUDevice.prototype.createBuffer = function (descriptor) {
+             if (descriptor?.mappedAtCreation) globalThis.bytesUploaded += descriptor.size;
+             return create.apply(this, arguments);
+           };
+         }
+         globalThis.bytesUploaded",
+    )
+    .unwrap()
+    .as_f64()
+    .unwrap()
+}
+
+/// With the training set kept on the GPU, a step uploads its batch's indices and labels only,
+/// a log line's learning figures included: their layers' outputs come from the kept images.
+/// A batch's images as floats would be 50 KB here.
+#[wasm_bindgen_test]
+async fn a_webgpu_run_uploads_its_batches_indices_and_labels_only() {
+    let device = select_device(BackendChoice::Gpu).await.unwrap();
+    let config = TrainConfig {
+        model: ModelKind::LenetSmall,
+        epochs: 1,
+        batch_size: 16,
+        log_interval: 5,
+        train_limit: Some(24 * 16),
+        test_limit: Some(10),
+        ..TrainConfig::default()
+    };
+    let mut at_step = Vec::new();
+    let mut learned = 0;
+    bytes_uploaded();
+    train(
+        &config,
+        &mnist_digits(),
+        &device.device,
+        &TrainControl::default(),
+        |event| match event {
+            TrainEvent::Step(_) => at_step.push(bytes_uploaded()),
+            TrainEvent::Learning(report) if report.step > 1 && report.step <= 21 => learned += 1,
+            _ => {}
+        },
+    )
+    .await
+    .unwrap();
+    assert_eq!(learned, 2, "log lines with learning figures in the window");
+    // After step 2 (the training set was uploaded before step 1) to step 21.
+    let per_step = (at_step[20] - at_step[1]) / 19.0;
+    console_log!("a WebGPU step uploads {per_step:.0} bytes");
+    assert!(per_step <= 1024.0, "{per_step:.0} bytes uploaded a step");
+}
+
 #[wasm_bindgen_test]
 async fn after_a_warm_up_a_run_builds_no_gpu_kernel() {
     let device = select_device(BackendChoice::Gpu).await.unwrap();
