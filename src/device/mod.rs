@@ -196,10 +196,10 @@ impl Drop for Claim {
 }
 
 /// Kernels cubecl's scheduler queues before it records and submits them, against its default
-/// of 32. Each training step uploads its batch's indices, and an upload submits what was
-/// recorded before it, so a queue of about three lenet steps (43 kernels each on WebGPU) submits
-/// 1.4 times a step against 2.3. With 256 fusion dispatched 6 more kernels a step
-/// (docs/performance.md, "Submissions").
+/// of 32. A step's uploads (its batch's indices and labels) are copied inside the command
+/// buffer (`patches/cubecl-wgpu`) and submit nothing, so a queue of about three lenet steps (43
+/// kernels each on WebGPU) submits about once in three steps. With 256 fusion dispatched 6 more
+/// kernels a step (docs/performance.md, "Submissions").
 const TASKS_PER_SUBMIT: usize = 128;
 
 /// burn's device for a hardware GPU of the device list, its runtime made with the queue

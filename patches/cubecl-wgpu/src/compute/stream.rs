@@ -325,6 +325,9 @@ impl WgpuStream {
                     self.capture_error(err);
                     return;
                 }
+                if self.write_encoded(&buffer, &data) {
+                    return;
+                }
                 // It is important to flush before writing, as the write operation is inserted
                 // into the QUEUE not the encoder. We want to make sure all outstanding work
                 // happens _before_ the write operation.
@@ -725,6 +728,44 @@ impl WgpuStream {
         self.write_to_buffer(&resource, bytemuck::cast_slice(&words));
         self.info_cache.insert(words, (handle, resource.clone()));
         resource
+    }
+
+    /// Writes a small `data` inside the command buffer, in the stream's order: copied from a
+    /// buffer mapped at creation, between the compute passes of the work recorded before it and
+    /// after it. Unlike a queue write, it needs what was recorded before it submitted first, so
+    /// a loop that uploads a few bytes a step (a batch's indices) submits once per
+    /// `tasks_max` tasks rather than once per upload. Returns `false` to leave the write to the
+    /// queue: a large one (its staging memory would stay held until the submission), or one
+    /// while device timestamps are taken (they are written per compute pass).
+    fn write_encoded(&mut self, resource: &WgpuResource, data: &[u8]) -> bool {
+        const ENCODED_WRITE_MAX: u64 = 64 * 1024;
+        let size = resource.size.next_multiple_of(wgpu::COPY_BUFFER_ALIGNMENT);
+        if size == 0
+            || size > ENCODED_WRITE_MAX
+            || data.len() as u64 > size
+            || matches!(self.timings, Timings::Device(_))
+        {
+            return false;
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("CubeCL Encoded Write"),
+            size,
+            usage: wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        match staging.get_mapped_range_mut(..) {
+            Ok(mut view) => view.slice(..data.len()).copy_from_slice(data),
+            Err(_) => return false,
+        }
+        staging.unmap();
+        // A copy is recorded outside a compute pass: the current one ends here.
+        self.compute_pass = None;
+        self.encoder
+            .copy_buffer_to_buffer(&staging, 0, &resource.buffer, resource.offset, size);
+        // Counted as a task, so that a stream that only wrote still submits its copies.
+        self.tasks_count += 1;
+        self.flush_if_needed();
+        true
     }
 
     /// Copies into a mapped buffer, skipping staging. Returns `false` to fall back to the queue.
