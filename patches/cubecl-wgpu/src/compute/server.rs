@@ -911,8 +911,9 @@ impl<C: WgpuCompiler> Server for WgpuServer<C> {
         // a `queue.write_buffer` onto a reclaimed slice runs at the *next*
         // submit, ahead of everything already in the encoder, so it would reach
         // the GPU before the still-unsubmitted replay that reads it. The `Write`
-        // path flushes on its own account, so this covers the writes that do
-        // not — the uniform uploads in `create_uniform`/`info_uniform`. Once the
+        // path is ordered in the encoder or flushes on its own account, so this
+        // covers the writes that are neither — the uniform uploads in
+        // `create_uniform`/`info_uniform`. Once the
         // replay is submitted, queue ordering makes releasing the slices safe
         // with no host sync, unlike CUDA.
         stream.submit();

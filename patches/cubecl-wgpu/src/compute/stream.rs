@@ -733,8 +733,8 @@ impl WgpuStream {
     /// Writes a small `data` inside the command buffer, in the stream's order: copied from a
     /// buffer mapped at creation, between the compute passes of the work recorded before it and
     /// after it. Unlike a queue write, it needs nothing recorded before it submitted first, so
-    /// a loop that uploads a few bytes a step (a batch's indices) submits once per `tasks_max`
-    /// tasks rather than once per upload. Returns `false` to leave the write to the
+    /// a loop that uploads a few bytes a step (a batch's indices) no longer splits each of the
+    /// scheduler's batches of tasks with a submission at every upload. Returns `false` to leave the write to the
     /// queue: a large one (its staging memory would stay held until the submission), or one
     /// while device timestamps are taken (they are written per compute pass).
     fn write_encoded(&mut self, resource: &WgpuResource, data: &[u8]) -> bool {
