@@ -130,32 +130,12 @@ fn submits() -> u32 {
     calls_so_far("submits", "GPUQueue", &["submit"])
 }
 
-/// Bytes this page has uploaded to WebGPU so far: written to buffers, and in buffers mapped at
-/// creation (as `bench/gpu_counts.js` counts them for `make bench`).
+/// Bytes this page has uploaded to WebGPU so far, counted as `make bench` counts them:
+/// `bench/gpu_counts.js`, installed by the first call.
 fn bytes_uploaded() -> f64 {
-    js_sys::eval(
-        "if (globalThis.bytesUploaded === undefined) {
-           globalThis.bytesUploaded = 0;
-           const bytes = (data, offset = 0, size) => {
-             const unit = data.BYTES_PER_ELEMENT ?? 1;
-             return (size ?? data.byteLength / unit - offset) * unit;
-           };
-           const write = GPUQueue.prototype.writeBuffer;
-           GPUQueue.prototype.writeBuffer = function (buffer, at, data, offset, size) {
-             globalThis.bytesUploaded += bytes(data, offset, size);
-             return write.apply(this, arguments);
-           };
-           const create = GPUDevice.prototype.createBuffer;
-           GPUDevice.prototype.createBuffer = function (descriptor) {
-             if (descriptor?.mappedAtCreation) globalThis.bytesUploaded += descriptor.size;
-             return create.apply(this, arguments);
-           };
-         }
-         globalThis.bytesUploaded",
-    )
-    .unwrap()
-    .as_f64()
-    .unwrap()
+    js_sys::eval(include_str!("../../bench/gpu_counts.js")).unwrap();
+    let counted = js_sys::eval("globalThis.gpuCounts.upload_bytes").unwrap();
+    counted.as_f64().unwrap()
 }
 
 /// With the training set kept on the GPU, a step uploads its batch's indices and labels only,
