@@ -213,7 +213,8 @@ impl Conv {
 }
 
 /// LeNet's two convolutions (batches of one chunk of samples and of several), two with images
-/// large enough to be cut into bands of output rows, then random ones (odd sizes, stride,
+/// large enough to be cut into bands of output rows, lenet-small's first and a plane that
+/// leaves partial tiles of rows and columns, then random ones (odd sizes, stride,
 /// padding, asymmetric padding, dilation, groups): each with the random values it runs on.
 pub fn conv_cases() -> impl Iterator<Item = (Conv, Cases)> {
     let plain = |input, out_channels, kernel| Conv {
@@ -238,6 +239,8 @@ pub fn conv_cases() -> impl Iterator<Item = (Conv, Cases)> {
             dilation: [2, 1],
             groups: 2,
         },
+        plain([8, 1, 28, 28], 10, [5, 5]),
+        plain([3, 2, 19, 21], 3, [4, 3]),
     ];
     let mut cases = Cases(0x2545_F491_4F6C_DD1D);
     let random = std::iter::from_fn(move || {

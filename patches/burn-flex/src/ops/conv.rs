@@ -1377,6 +1377,12 @@ fn should_use_small_channel_conv(
 
     let channels_in = x_shape[1];
     let channels_out = w_shape[0];
+    // webtrain patch: one input channel whatever the output channels (PATCH.md, 4): no input
+    // is re-read across input channels, and im2col's GEMM would have only the kernel's taps
+    // as its inner dimension.
+    if channels_in == 1 && channels_out > 0 {
+        return true;
+    }
     channels_in > 0
         && channels_in <= SMALL_CHANNEL_IN_THRESHOLD
         && channels_out > 0
@@ -1470,6 +1476,18 @@ where
         .collect();
 
     let mut output = vec![zero; total];
+    let valid_unit = [stride_h, stride_w, dilation_h, dilation_w] == [1; 4]
+        && options.padding[1..] == [(0, 0); 2];
+    let bias = bias.map(|bias| bias.to_contiguous());
+    let bias_data: Option<&[T]> = bias.as_ref().map(|bias| bias.storage());
+    if let Some(bias_data) = bias_data {
+        assert_eq!(
+            bias_data.len(),
+            channels_out,
+            "conv small-channel: bias length ({}) must equal channels_out ({channels_out})",
+            bias_data.len()
+        );
+    }
 
     // Per-plane work for one `(batch, out_channel)` pair. Accumulates
     // `sum over ci of conv2d(in[b, ci], w[co, ci])` into `out_plane` by
@@ -1480,6 +1498,22 @@ where
         for ci in 0..channels_in {
             let in_base = b * x_batch_stride + ci * in_spatial;
             let w_base = co * w_co_stride + ci * k_spatial;
+            // webtrain patch: stride 1, dilation 1 and no padding over tiles of outputs held
+            // in registers, the bias added as the last input channel's tile is stored
+            // (PATCH.md, 4); the same sums.
+            if valid_unit {
+                let last = ci + 1 == channels_in;
+                super::conv_plane_tiled::conv_plane_accumulate_valid(
+                    out_plane,
+                    &x_data[in_base..in_base + in_spatial],
+                    &w_data[w_base..w_base + k_spatial],
+                    [kernel_h, kernel_w],
+                    in_w,
+                    out_w,
+                    bias_data.filter(|_| last).map(|bias| bias[co]),
+                );
+                continue;
+            }
             conv_plane_accumulate(
                 out_plane,
                 &x_data[in_base..in_base + in_spatial],
@@ -1528,15 +1562,7 @@ where
         }
     }
 
-    if let Some(bias) = bias {
-        let bias = bias.to_contiguous();
-        let bias_data: &[T] = bias.storage();
-        assert_eq!(
-            bias_data.len(),
-            channels_out,
-            "conv small-channel: bias length ({}) must equal channels_out ({channels_out})",
-            bias_data.len()
-        );
+    if let Some(bias_data) = bias_data.filter(|_| !valid_unit) {
         add_bias(
             &mut output,
             bias_data,

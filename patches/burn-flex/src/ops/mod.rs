@@ -100,6 +100,8 @@ pub mod conv;
 pub mod conv_transpose;
 // webtrain patch: conv2d and its gradients as im2col GEMMs (see PATCH.md).
 pub mod conv2d_gemm;
+// webtrain patch: see PATCH.md, 4.
+mod conv_plane_tiled;
 pub mod cumulative;
 pub mod deform_conv;
 pub mod expand;
