@@ -1377,12 +1377,6 @@ fn should_use_small_channel_conv(
 
     let channels_in = x_shape[1];
     let channels_out = w_shape[0];
-    // webtrain patch: one input channel whatever the output channels (PATCH.md, 4): no input
-    // is re-read across input channels, and im2col's GEMM would have only the kernel's taps
-    // as its inner dimension.
-    if channels_in == 1 && channels_out > 0 {
-        return true;
-    }
     channels_in > 0
         && channels_in <= SMALL_CHANNEL_IN_THRESHOLD
         && channels_out > 0
