@@ -40,33 +40,25 @@ pub(crate) fn conv_plane_accumulate_valid<
     assert!(in_w >= out_w + kernel_w - 1);
     assert!(in_plane.len() >= (out_h + kernel_h - 1) * in_w);
     let whole_w = out_w / LANES * LANES;
+    let plane = Plane {
+        input: in_plane,
+        weights: w_plane,
+        kernel,
+        in_w,
+        out_w,
+        bias,
+    };
+    // Tiles of ROWS rows while they fit, then of one.
     let mut oh = 0;
-    while oh + ROWS <= out_h {
+    while oh < out_h {
+        let whole = oh + ROWS <= out_h;
         for ow in (0..whole_w).step_by(LANES) {
-            tile::<ROWS, T>(
-                out_plane,
-                in_plane,
-                w_plane,
-                [kernel_h, kernel_w],
-                [in_w, out_w],
-                [oh, ow],
-                bias,
-            );
+            match whole {
+                true => tile::<ROWS, T>(out_plane, &plane, [oh, ow]),
+                false => tile::<1, T>(out_plane, &plane, [oh, ow]),
+            }
         }
-        oh += ROWS;
-    }
-    for oh in oh..out_h {
-        for ow in (0..whole_w).step_by(LANES) {
-            tile::<1, T>(
-                out_plane,
-                in_plane,
-                w_plane,
-                [kernel_h, kernel_w],
-                [in_w, out_w],
-                [oh, ow],
-                bias,
-            );
-        }
+        oh += if whole { ROWS } else { 1 };
     }
     // The columns past the last whole vector, one output at a time.
     for oh in 0..out_h {
@@ -86,18 +78,33 @@ pub(crate) fn conv_plane_accumulate_valid<
     }
 }
 
+/// What every tile of one plane reads.
+struct Plane<'a, T> {
+    input: &'a [T],
+    /// `kernel[0]` × `kernel[1]`.
+    weights: &'a [T],
+    kernel: [usize; 2],
+    in_w: usize,
+    out_w: usize,
+    bias: Option<T>,
+}
+
 /// `R` rows of [`LANES`] outputs from (`oh`, `ow`) on: loaded, every tap added, stored. The
 /// caller has checked that the input holds every row and column the tile reads.
 #[inline(always)]
 fn tile<const R: usize, T: Float + Copy>(
     out_plane: &mut [T],
-    in_plane: &[T],
-    w_plane: &[T],
-    [kernel_h, kernel_w]: [usize; 2],
-    [in_w, out_w]: [usize; 2],
+    plane: &Plane<'_, T>,
     [oh, ow]: [usize; 2],
-    bias: Option<T>,
 ) {
+    let Plane {
+        input: in_plane,
+        weights: w_plane,
+        kernel: [kernel_h, kernel_w],
+        in_w,
+        out_w,
+        bias,
+    } = *plane;
     let mut sums = [[T::zero(); LANES]; R];
     for (r, sum) in sums.iter_mut().enumerate() {
         sum.copy_from_slice(&out_plane[(oh + r) * out_w + ow..][..LANES]);
