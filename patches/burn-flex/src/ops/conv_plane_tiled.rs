@@ -130,12 +130,14 @@ fn tile<const R: usize, T: Float + Copy>(
             }
         }
     }
-    if let Some(bias) = bias {
-        for value in sums.iter_mut().flatten() {
-            *value = *value + bias;
-        }
-    }
+    // The sums are only read from here on, which leaves them in registers until now.
     for (r, sum) in sums.iter().enumerate() {
-        out_plane[(oh + r) * out_w + ow..][..LANES].copy_from_slice(sum);
+        let out = &mut out_plane[(oh + r) * out_w + ow..][..LANES];
+        for (out, &sum) in out.iter_mut().zip(sum) {
+            *out = match bias {
+                Some(bias) => sum + bias,
+                None => sum,
+            };
+        }
     }
 }
