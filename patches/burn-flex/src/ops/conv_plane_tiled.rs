@@ -37,8 +37,12 @@ pub(crate) fn conv_plane_accumulate_valid<
     let out_h = out_plane.len() / out_w;
     // Every tile's reads lie inside these bounds, which the tiles then need not check.
     assert!(kernel_h > 0 && kernel_w > 0 && w_plane.len() >= kernel_h * kernel_w);
-    assert!(in_w >= out_w + kernel_w - 1);
-    assert!(in_plane.len() >= (out_h + kernel_h - 1) * in_w);
+    let columns = out_w.checked_add(kernel_w - 1);
+    assert!(matches!(columns, Some(columns) if columns <= in_w));
+    let len = out_h
+        .checked_add(kernel_h - 1)
+        .and_then(|rows| rows.checked_mul(in_w));
+    assert!(matches!(len, Some(len) if len <= in_plane.len()));
     let whole_w = out_w / LANES * LANES;
     let plane = Plane {
         input: in_plane,
