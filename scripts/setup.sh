@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the Makefile's targets need, skipping whatever is already there.
 #   scripts/setup.sh wasm      the toolchain rust-toolchain.toml names (rust-src and wasm32
-#                              with it) and wasm-bindgen-cli 0.2.130 (wasm-bindgen and the
-#                              browser tests' runner)
+#                              with it), the crates a wasm32 build needs (std's too) and
+#                              wasm-bindgen-cli 0.2.130 (wasm-bindgen and the browser tests'
+#                              runner)
 #   scripts/setup.sh trunk     wasm's, and trunk 0.21.14 (the page's build)
 #   scripts/setup.sh wasm-pack wasm's, and wasm-pack 0.15.1 (`wasm-pack test`)
 #   scripts/setup.sh browser   Debian chromium + chromium-driver, Mesa lavapipe (software Vulkan)
@@ -30,6 +31,9 @@ setup_wasm() {
   # Installs rust-toolchain.toml's toolchain where it is missing (rustup would on the first
   # cargo command anyway).
   rustup --quiet toolchain install >/dev/null
+  # Every crate a wasm32 build needs, std's own dependencies (dlmalloc) among them: trunk runs
+  # cargo offline (Trunk.toml), so whatever is not in the registry cache by then cannot build.
+  cargo fetch --quiet --target wasm32-unknown-unknown
   # The tools build in a folder of their own, shared among them, away from the project's build.
   # Not --locked: wasm-bindgen-cli 0.2.130's lockfile names a yanked webpki-roots.
   has_version wasm-bindgen "$WASM_BINDGEN_VERSION" ||
