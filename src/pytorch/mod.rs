@@ -57,9 +57,9 @@ pub fn pytorch_script(config: &TrainConfig, run: &str, file: &str) -> String {
         "{run} ({}, {epochs}, seed {}) in PyTorch.",
         config.model, config.seed
     );
-    let slots: [(&str, String); 18] = [
-        ("title", title),
-        ("file", file.to_string()),
+    let slots: [(&str, String); 19] = [
+        ("title", python_text(&title)),
+        ("file", python_text(file)),
         ("needs", when(augmenting, " and torchvision")),
         ("not_reproduced", not_reproduced(config)),
         (
@@ -92,12 +92,58 @@ pub fn pytorch_script(config: &TrainConfig, run: &str, file: &str) -> String {
         ),
         ("optimizer", optimizer(config)),
         ("scheduler", scheduler(config)),
+        ("augmentation", augmentation(config)),
     ];
-    let mut script = TEMPLATE.replace("{{augmentation}}", &augmentation(config));
-    for (slot, value) in slots {
-        script = script.replace(&format!("{{{{{slot}}}}}"), &value);
+    fill(TEMPLATE, &slots)
+}
+
+/// `template` with each `{{slot}}` replaced by its value, in one pass: a value is never read
+/// again as the template, so a run named `{{model}}` keeps that name.
+fn fill(template: &str, slots: &[(&str, String)]) -> String {
+    let mut script = String::with_capacity(template.len() * 2);
+    let mut rest = template;
+    while let Some(open) = rest.find("{{") {
+        let (before, after) = rest.split_at(open);
+        script.push_str(before);
+        let value = after[2..].split_once("}}").and_then(|(slot, tail)| {
+            let (_, value) = slots.iter().find(|(name, _)| *name == slot)?;
+            Some((value, tail))
+        });
+        match value {
+            Some((value, tail)) => {
+                script.push_str(value);
+                rest = tail;
+            }
+            None => {
+                script.push_str("{{");
+                rest = &after[2..];
+            }
+        }
     }
+    script.push_str(rest);
     script
+}
+
+/// `text` as the inside of a Python string literal, quoted or triple-quoted: what a user named
+/// (a run, a file) reads back as itself and can neither end the literal nor form an escape.
+fn python_text(text: &str) -> String {
+    let mut escaped = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '\\' => escaped.push_str("\\\\"),
+            '"' => escaped.push_str("\\\""),
+            '\'' => escaped.push_str("\\'"),
+            '\n' => escaped.push_str("\\n"),
+            '\r' => escaped.push_str("\\r"),
+            '\t' => escaped.push_str("\\t"),
+            // Control characters, and the separators some editors take for line ends.
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}' | '\u{feff}') => {
+                escaped.push_str(&format!("\\u{:04x}", u32::from(c)));
+            }
+            c => escaped.push(c),
+        }
+    }
+    escaped
 }
 
 /// What a run of `config` did that the script leaves out, said in its docstring.
@@ -272,6 +318,36 @@ mod tests {
         }
         let default = AugmentConfig::default();
         assert_eq!(default.shift / IMAGE_SIDE as f64, 0.10714285714285714);
+    }
+
+    #[test]
+    fn a_name_is_filled_in_once_and_escaped() {
+        let config = TrainConfig::default();
+        let script = pytorch_script(&config, r#"a """ {{model}} \N{x} \x"#, "f\"{{seed}}.py");
+        assert!(
+            script.contains(r#"a \"\"\" {{model}} \\N{x} \\x (lenet, 2 epochs, seed 1)"#),
+            "{script}"
+        );
+        assert!(
+            script.contains(r#"python3 f\"{{seed}}.py [--data"#),
+            "{script}"
+        );
+        assert_eq!(script.matches("class Model(nn.Module)").count(), 1);
+    }
+
+    #[test]
+    fn control_characters_become_escapes() {
+        assert_eq!(
+            python_text("a\nb\r\t\0\u{7f}\u{85}\u{2028}é'"),
+            r"a\nb\r\t\u0000\u007f\u0085\u2028é\'"
+        );
+    }
+
+    #[test]
+    fn an_unknown_slot_is_left_as_written() {
+        let slots = [("a", "1".to_string())];
+        assert_eq!(fill("{{a}} {{b}} {{ {{a}}", &slots), "1 {{b}} {{ 1");
+        assert_eq!(fill("x {{a", &slots), "x {{a");
     }
 
     #[test]

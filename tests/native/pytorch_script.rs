@@ -101,6 +101,72 @@ fn a_runs_pytorch_script_trains_it_again() {
     }
 }
 
+/// A run folder named with Python in it (a triple quote closing the docstring, then code),
+/// escapes (`\N`, `\x`), a slot of the template and a newline: the script compiles, its
+/// docstring names the run as it is named, and nothing but the script's own code is in it.
+#[test]
+fn a_runs_name_stays_a_name_in_its_script() {
+    let dir = tempfile::tempdir().unwrap();
+    let name =
+        "x\"\"\"\nimport os; os.system('touch pwned')\n\"\"\" \\N{ \\x {{model}}\r\u{2028}end\\";
+    let run = dir.path().join(name);
+    let script = dir.path().join("out\"\"\"\\N.py");
+    succeeds(&[
+        "train",
+        "--backend",
+        "cpu",
+        "--model",
+        "lenet-small",
+        "--epochs",
+        "1",
+        "--train-limit",
+        "64",
+        "--test-limit",
+        "64",
+        "--out",
+        run.to_str().unwrap(),
+    ]);
+    succeeds(&[
+        "export",
+        "--pytorch",
+        run.to_str().unwrap(),
+        "--out",
+        script.to_str().unwrap(),
+    ]);
+    // The script's docstring and its top-level names, as Python reads them.
+    let read = Command::new("python3")
+        .arg("-c")
+        .arg(
+            "import ast, sys\n\
+             tree = ast.parse(open(sys.argv[1], encoding='utf-8').read())\n\
+             print(repr(ast.get_docstring(tree, clean=False).split('\\n\\n')[0]))\n\
+             print(sorted(type(node).__name__ for node in tree.body if not isinstance(node, (ast.Assign, ast.FunctionDef, ast.ClassDef, ast.Import, ast.ImportFrom, ast.If, ast.Expr))))\n\
+             print(sum(isinstance(node, ast.Expr) for node in tree.body))",
+        )
+        .arg(&script)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&read.stdout);
+    assert!(
+        read.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&read.stderr)
+    );
+    let title = format!("The run {name} (lenet-small, 1 epoch, seed 1) in PyTorch.");
+    let python_repr = Command::new("python3")
+        .args(["-c", "import sys; print(repr(sys.argv[1]))", &title])
+        .output()
+        .unwrap();
+    let expected = String::from_utf8_lossy(&python_repr.stdout);
+    let mut lines = said.lines();
+    assert_eq!(lines.next(), expected.lines().next(), "{said}");
+    // No statement of another kind, and one expression statement: the docstring.
+    assert_eq!(lines.next(), Some("[]"), "{said}");
+    assert_eq!(lines.next(), Some("1"), "{said}");
+    let source = std::fs::read_to_string(&script).unwrap();
+    assert!(!source.contains("\nimport os;"), "{source}");
+}
+
 /// Refused in one line, exit 2, nothing written: a folder with no run, and both formats at
 /// once.
 #[test]
