@@ -96,28 +96,70 @@ pub fn from_safetensors(
     }
 }
 
-/// The first float32 tensor, by name, that holds a NaN or an infinity, and how many.
-fn first_non_finite(bytes: &[u8]) -> Option<(String, usize)> {
+/// The first float tensor, by name, that holds a NaN or an infinity, and how many: in every
+/// float type a safetensors file may hold (PyTorch saves half and double precision too).
+pub(crate) fn first_non_finite(bytes: &[u8]) -> Option<(String, usize)> {
     let file = SafeTensors::deserialize(bytes).ok()?;
     let mut names = file.names();
     names.sort();
     names.into_iter().find_map(|name| {
         let view = file.tensor(name).ok()?;
-        let count = match view.dtype() {
-            Dtype::F32 => view
-                .data()
-                .chunks_exact(4)
-                .filter(|b| !f32::from_le_bytes([b[0], b[1], b[2], b[3]]).is_finite())
-                .count(),
-            _ => 0,
-        };
+        let count = non_finite_values(view.dtype(), view.data());
         (count > 0).then(|| (name.to_string(), count))
     })
+}
+
+/// How many of `data`'s values, of type `dtype`, are NaN or infinite: a float's exponent bits
+/// all set. Integer and boolean tensors hold none.
+fn non_finite_values(dtype: Dtype, data: &[u8]) -> usize {
+    let count = |width: usize, exponent: u64| {
+        data.chunks_exact(width)
+            .filter(|b| {
+                let mut bits = [0u8; 8];
+                bits[..width].copy_from_slice(b);
+                u64::from_le_bytes(bits) & exponent == exponent
+            })
+            .count()
+    };
+    match dtype {
+        Dtype::F64 => count(8, 0x7ff0_0000_0000_0000),
+        Dtype::F32 => count(4, 0x7f80_0000),
+        Dtype::F16 => count(2, 0x7c00),
+        Dtype::BF16 => count(2, 0x7f80),
+        _ => 0,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn non_finite_values_are_found_in_every_float_type() {
+        let f64s: Vec<u8> = [1.0, f64::NAN, f64::INFINITY, -f64::INFINITY, f64::MAX]
+            .iter()
+            .flat_map(|v: &f64| v.to_le_bytes())
+            .collect();
+        assert_eq!(non_finite_values(Dtype::F64, &f64s), 3);
+        let f32s: Vec<u8> = [f32::NAN, 0.0, -f32::INFINITY, f32::MIN_POSITIVE]
+            .iter()
+            .flat_map(|v: &f32| v.to_le_bytes())
+            .collect();
+        assert_eq!(non_finite_values(Dtype::F32, &f32s), 2);
+        // Half precision: 1.0, +inf, NaN, the largest finite (65504), -inf.
+        let f16s: Vec<u8> = [0x3c00u16, 0x7c00, 0x7e00, 0x7bff, 0xfc00]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(non_finite_values(Dtype::F16, &f16s), 3);
+        // bfloat16: 1.0, +inf, NaN, the largest finite.
+        let bf16s: Vec<u8> = [0x3f80u16, 0x7f80, 0x7fc0, 0x7f7f]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        assert_eq!(non_finite_values(Dtype::BF16, &bf16s), 2);
+        assert_eq!(non_finite_values(Dtype::I32, &[0xff; 8]), 0);
+    }
 
     /// Every tensor's name, shape and bytes, in name order: the file's own order and metadata
     /// may differ from one save to the next.

@@ -17,7 +17,7 @@ use thiserror::Error;
 use crate::config::ModelKind;
 use crate::data::batcher::{PIXEL_MEAN, PIXEL_STD};
 use crate::model::Net;
-use crate::weights::{WeightsError, from_safetensors, to_safetensors};
+use crate::weights::{WeightsError, first_non_finite, from_safetensors, to_safetensors};
 use proto::{
     AttributeProto, AttributeType, Dimension, DimensionValue, FLOAT, GraphProto, ModelProto,
     NodeProto, OperatorSetIdProto, StringStringEntryProto, TensorProto, TensorShapeProto,
@@ -53,6 +53,10 @@ pub fn onnx_model(safetensors: &[u8], model: ModelKind) -> Result<Vec<u8>, OnnxE
 /// The ONNX model of a network of kind `model`, encoded.
 pub fn onnx_of(net: &Net, model: ModelKind) -> Result<Vec<u8>, OnnxError> {
     let canonical = to_safetensors(net)?;
+    // A model whose training diverged, from any path (the CLI, the page, the native engine).
+    if let Some((tensor, count)) = first_non_finite(&canonical) {
+        return Err(WeightsError::NotFinite { tensor, count }.into());
+    }
     let tensors =
         SafeTensors::deserialize(&canonical).map_err(|e| OnnxError::Unreadable(e.to_string()))?;
     let mut initializer = Vec::new();
@@ -238,6 +242,29 @@ mod tests {
             assert_eq!(graph.input[0].name, INPUT);
             assert_eq!(graph.output[0].name, OUTPUT);
         }
+    }
+
+    /// Every weight of a model times NaN: a model whose training diverged.
+    struct Diverged;
+
+    impl burn::module::ModuleMapper for Diverged {
+        fn map_float<const D: usize>(
+            &mut self,
+            param: burn::module::Param<burn::tensor::Tensor<D>>,
+        ) -> burn::module::Param<burn::tensor::Tensor<D>> {
+            param.map(|tensor| tensor.mul_scalar(f32::NAN))
+        }
+    }
+
+    /// The page's and the native engine's path (a model held in memory), as the CLI's (a file).
+    #[test]
+    fn a_model_with_non_finite_weights_is_refused() {
+        use burn::module::Module;
+        let net = NetConfig::from(ModelKind::LenetSmall).init(&Device::flex(), 3);
+        let error = onnx_of(&net.map(&mut Diverged), ModelKind::LenetSmall)
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains("NaN or infinite"), "{error}");
     }
 
     #[test]
