@@ -142,11 +142,16 @@ pub(super) fn wire_form() {
     }
 }
 
-/// The page's address with every setting in its query: a link that restores the form.
-fn settings_link(config: &TrainConfig, choice: EngineChoice) -> Option<String> {
+/// The page's address with every setting in its query: a link that restores the form. With
+/// `token`, `webtrain ui`'s, which only the page's own address holds (a reload needs it): a
+/// link the user shares never does.
+fn settings_link(
+    config: &TrainConfig,
+    choice: EngineChoice,
+    token: Option<String>,
+) -> Option<String> {
     let params = UrlSearchParams::new().ok()?;
-    // Opened from `webtrain ui`, the page needs its token again after a reload.
-    if let Some(token) = token() {
+    if let Some(token) = token {
         params.append("token", &token);
     }
     for (name, value) in config.written_pairs() {
@@ -165,7 +170,7 @@ fn settings_link(config: &TrainConfig, choice: EngineChoice) -> Option<String> {
 /// Writes the run's settings into the URL without reloading.
 pub(super) fn write_query(config: &TrainConfig, choice: EngineChoice) {
     let history = web_sys::window().and_then(|w| w.history().ok());
-    if let (Some(history), Some(link)) = (history, settings_link(config, choice)) {
+    if let (Some(history), Some(link)) = (history, settings_link(config, choice, token())) {
         let _ = history.replace_state_with_url(&JsValue::NULL, "", Some(&link));
     }
 }
@@ -173,7 +178,7 @@ pub(super) fn write_query(config: &TrainConfig, choice: EngineChoice) {
 /// Shows the link to the form's settings and copies it to the clipboard.
 pub(super) async fn copy_link() -> Result<(), PageError> {
     let (config, choice) = (validate_form()?, backend_choice()?);
-    let link = settings_link(&config, choice).unwrap_or_default();
+    let link = settings_link(&config, choice, None).unwrap_or_default();
     write_query(&config, choice);
     share("share-link", &link, ["Link copied", "Copy the link above"]).await;
     Ok(())

@@ -121,7 +121,7 @@ async fn open_socket(
     State(app): State<Shared>,
 ) -> Response {
     let given = params.get("token").map(String::as_str);
-    if let Some(refused) = socket::refusal(&app.token, given, &headers) {
+    if let Some(refused) = socket::refusal(holds_token(&app.token, given), &headers) {
         return refused.into_response();
     }
     let engine = app.engine.clone();
@@ -158,6 +158,13 @@ async fn with_page_headers(mut response: Response) -> Response {
     response
 }
 
+/// Whether `given` is `token`, compared in a time that does not depend on where they differ:
+/// a page elsewhere cannot guess it a character at a time.
+fn holds_token(token: &str, given: Option<&str>) -> bool {
+    use subtle::ConstantTimeEq;
+    given.is_some_and(|given| bool::from(token.as_bytes().ct_eq(given.as_bytes())))
+}
+
 /// A run's files only with the token: they are the user's.
 async fn require_token(
     State(app): State<Shared>,
@@ -165,7 +172,7 @@ async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
-    match params.get("token") == Some(&app.token) {
+    match holds_token(&app.token, params.get("token").map(String::as_str)) {
         true => next.run(request).await,
         false => (
             axum::http::StatusCode::UNAUTHORIZED,
@@ -190,4 +197,24 @@ fn stop_on_interrupt(engine: Engine) -> Result<(), CliError> {
         std::process::exit(super::INTERRUPTED_EXIT);
     })
     .map_err(|e| CliError::Signal(e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_token;
+
+    #[test]
+    fn only_the_token_itself_holds_it() {
+        let token = "0123456789abcdef";
+        assert!(holds_token(token, Some(token)));
+        for given in [
+            None,
+            Some(""),
+            Some("0123456789abcdee"),
+            Some("0123456789abcde"),
+            Some("0123456789abcdef0"),
+        ] {
+            assert!(!holds_token(token, given), "{given:?}");
+        }
+    }
 }

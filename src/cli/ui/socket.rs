@@ -10,13 +10,10 @@ use tokio::sync::mpsc;
 
 use crate::native::{Engine, Job};
 
-/// Why a connection is refused before it is a WebSocket.
-pub fn refusal(
-    token: &str,
-    given: Option<&str>,
-    headers: &HeaderMap,
-) -> Option<(StatusCode, String)> {
-    if given != Some(token) {
+/// Why a connection is refused before it is a WebSocket: without the token, or from another
+/// origin.
+pub fn refusal(holds_token: bool, headers: &HeaderMap) -> Option<(StatusCode, String)> {
+    if !holds_token {
         return Some((
             StatusCode::UNAUTHORIZED,
             "webtrain ui: a valid token is needed; open the URL webtrain ui printed".into(),
