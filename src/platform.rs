@@ -106,6 +106,29 @@ pub fn panic_in_cpu_pool() {
     rayon::scope(|scope| scope.spawn(|_| panic!("{POOL_PANIC}")));
 }
 
+/// `work`, or the message it panicked with where a panic unwinds (natively); in the browser a
+/// panic aborts its thread.
+pub async fn catch_panic<F: std::future::Future>(work: F) -> Result<F::Output, String> {
+    CatchPanic(Box::pin(work)).await
+}
+
+struct CatchPanic<F>(std::pin::Pin<Box<F>>);
+
+impl<F: std::future::Future> std::future::Future for CatchPanic<F> {
+    type Output = Result<F::Output, String>;
+
+    fn poll(
+        mut self: std::pin::Pin<&mut Self>,
+        context: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Self::Output> {
+        let work = self.0.as_mut();
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| work.poll(context))) {
+            Ok(polled) => polled.map(Ok),
+            Err(payload) => std::task::Poll::Ready(Err(panic_message(payload.as_ref()))),
+        }
+    }
+}
+
 /// The message a panic's payload carries, as `panic!` gave it.
 pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     match (

@@ -14,10 +14,11 @@ use crate::config::TrainConfig;
 use crate::data::Mnist;
 use crate::metrics::RunMetrics;
 use crate::model::Net;
+use crate::platform::catch_panic;
 use crate::runs::RunRecord;
 use crate::session::envelope::Envelope;
 use crate::session::protocol::{Ask, Reply, Request, RunFiles};
-use crate::session::{Host, RunRecorder, Session, SessionError};
+use crate::session::{Host, Outbox, RunRecorder, Session, SessionError, failure};
 use crate::train::TrainEvent;
 use tokio::sync::mpsc;
 
@@ -98,13 +99,56 @@ impl Engine {
     }
 }
 
+/// Answers one request. One that panics is answered with the panic's message, and the engine
+/// goes on: the run going, if another request started one, goes on too and keeps its files.
 async fn answer(session: Rc<Session<Native>>, job: Job) {
     let Job { request, replies } = job;
+    let id = request.id;
     // A page that has gone hears nothing; the run it started goes on.
-    let outbox = Rc::new(move |reply| {
+    let outbox: Outbox = Rc::new(move |reply| {
         let _ = replies.send(reply);
     });
-    session.answer(request, outbox).await;
+    let fault = Fault::asked_in(&request);
+    let answering = session.answer(request, outbox.clone());
+    let answered = catch_panic(async {
+        fault.provoke();
+        answering.await
+    });
+    if let Err(panic) = answered.await {
+        warn(&format!("a request ended on an internal fault: {panic}"));
+        outbox(failure(id, format!("the engine failed inside: {panic}")));
+    }
+}
+
+/// A fault provoked on purpose, in debug builds only: `WEBTRAIN_PANIC_IN_REQUEST=Evaluate,Predict`
+/// panics while the engine answers a request of those kinds (the protocol's names), as a fault
+/// inside would, so that a test sees the request end with the panic's message and the engine go on.
+struct Fault {
+    #[cfg(debug_assertions)]
+    kind: Option<String>,
+}
+
+impl Fault {
+    fn asked_in(_request: &Envelope) -> Self {
+        Self {
+            #[cfg(debug_assertions)]
+            kind: std::env::var("WEBTRAIN_PANIC_IN_REQUEST")
+                .ok()
+                .and_then(|kinds| {
+                    kinds
+                        .split(',')
+                        .find(|kind| _request.json.starts_with(&format!("{{\"{kind}\"")))
+                        .map(str::to_string)
+                }),
+        }
+    }
+
+    fn provoke(&self) {
+        #[cfg(debug_assertions)]
+        if let Some(kind) = &self.kind {
+            panic!("a panic provoked in a {kind} request");
+        }
+    }
 }
 
 /// MNIST from a folder; each run's files in a folder of its own under `out`.

@@ -4,10 +4,7 @@
 //! before and after. Who asked for the run, and who shows it, is the caller's.
 
 use std::future::Future;
-use std::panic::{self, AssertUnwindSafe};
-use std::pin::Pin;
 use std::rc::Rc;
-use std::task::{Context, Poll};
 
 use burn::prelude::Device;
 
@@ -19,7 +16,7 @@ use crate::data::batcher::MnistBatcher;
 use crate::data::own_digits::OwnRun;
 use crate::device::{BackendChoice, TrainDevices, select_devices};
 use crate::model::{Net, NetConfig};
-use crate::platform::panic_message;
+use crate::platform::catch_panic;
 use crate::train::checkpoint::{Checkpoint, Position};
 use crate::train::fine_tune::{Measured, changed, measure};
 use crate::train::{
@@ -249,23 +246,9 @@ impl Prepared {
 /// thread of the CPU pool's comes back to the thread that waits on it). In the browser a panic
 /// aborts its thread, and the page hears of it on the crash channel.
 async fn caught<T>(step: impl Future<Output = Result<T, SessionError>>) -> Result<T, SessionError> {
-    match CatchPanic(Box::pin(step)).await {
+    match catch_panic(step).await {
         Ok(done) => done,
         Err(panic) => Err(SessionError::Panicked(panic)),
-    }
-}
-
-struct CatchPanic<F>(Pin<Box<F>>);
-
-impl<F: Future> Future for CatchPanic<F> {
-    type Output = Result<F::Output, String>;
-
-    fn poll(mut self: Pin<&mut Self>, context: &mut Context<'_>) -> Poll<Self::Output> {
-        let run = self.0.as_mut();
-        match panic::catch_unwind(AssertUnwindSafe(|| run.poll(context))) {
-            Ok(polled) => polled.map(Ok),
-            Err(payload) => Poll::Ready(Err(panic_message(payload.as_ref()))),
-        }
     }
 }
 

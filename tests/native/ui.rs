@@ -24,9 +24,11 @@ use webtrain::device::BackendChoice;
 use webtrain::onnx::onnx_model;
 use webtrain::session::envelope::{Envelope, MAX_MESSAGE_BYTES};
 use webtrain::session::protocol::{
-    Ask, Control, Download, Evaluate, ExportOnnx, Follow, Followed, LoadModel, NamedFile, Notice,
-    Payload, Predict, Reply, Request, RunEnded, Train, UseFiles,
+    Ask, Control, Download, Evaluate, ExportOnnx, FindLr, Follow, Followed, Gallery, ListRuns,
+    LoadModel, NamedFile, Notice, Payload, Predict, Reply, Request, RunEnded, Train, UseFiles,
+    WarmUp,
 };
+use webtrain::train::lr_find::LrRange;
 use webtrain::train::{Outcome, TrainEvent};
 
 /// `webtrain ui` on a free port, serving a page of its own, writing under a folder of its own.
@@ -41,6 +43,11 @@ struct Server {
 
 impl Server {
     fn start() -> Self {
+        Self::start_with(&[])
+    }
+
+    /// With `env` set in its environment.
+    fn start_with(env: &[(&str, &str)]) -> Self {
         let dist = tempfile::tempdir().unwrap();
         std::fs::write(dist.path().join("index.html"), "<title>webtrain</title>").unwrap();
         let out = tempfile::tempdir().unwrap();
@@ -53,6 +60,7 @@ impl Server {
             .arg(out.path())
             .arg("--dist")
             .arg(dist.path())
+            .envs(env.iter().copied())
             .stdout(Stdio::piped())
             .spawn()
             .unwrap();
@@ -433,6 +441,69 @@ async fn a_run_outlives_its_tab_and_a_new_tab_follows_and_steers_it() {
     }
     // With no run going, a follower hears so at once.
     assert!(second.ask(Follow {}).await.answer().is_none());
+}
+
+/// A request that panics inside the engine, of each kind a page asks beside a run, ends with
+/// the panic's message; the engine answers the next request, the run going trains on to its
+/// end, and Ctrl-C then stops a second run with its files written.
+#[tokio::test]
+async fn a_panic_in_a_request_ends_that_request_and_nothing_else() {
+    let kinds = ["Evaluate", "Gallery", "Predict", "FindLr", "WarmUp"];
+    let mut server = Server::start_with(&[("WEBTRAIN_PANIC_IN_REQUEST", &kinds.join(","))]);
+    let mut page = server.connect().await;
+    page.ask(Download {}).await.answer();
+    let run = page.send(small_run(12800)).await;
+    page.ask(Control::Pause).await.answer();
+    let config = small_run(64).config;
+    let backend = BackendChoice::Cpu;
+    let failures = [
+        page.failure(Evaluate { len: 100 }).await,
+        page.failure(Gallery {}).await,
+        page.failure(Predict {
+            pixels: Payload::from(vec![0; 28 * 28 * 4]),
+        })
+        .await,
+        page.failure(FindLr {
+            config: config.clone(),
+            backend,
+            from_model: false,
+            range: LrRange::default(),
+        })
+        .await,
+        page.failure(WarmUp { config, backend }).await,
+    ];
+    for (kind, why) in kinds.iter().zip(&failures) {
+        assert!(
+            why.contains(&format!("a panic provoked in a {kind} request")),
+            "{kind}: {why}"
+        );
+    }
+    // The engine goes on: it answers, and the run it holds trains to its end.
+    page.ask(ListRuns {}).await.answer();
+    page.ask(Control::Resume).await.answer();
+    let ended = page.answer_to::<Train>(run).await.answer();
+    assert_eq!(ended.outcome, Outcome::Completed);
+    // Ctrl-C during a second run stops it and writes its files before the engine exits, after
+    // the faults as before them.
+    page.send(small_run(12800)).await;
+    page.ask(Control::Pause).await.answer();
+    let interrupted = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    server.child.wait().unwrap();
+    let mut folders: Vec<PathBuf> = std::fs::read_dir(server.out.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    folders.sort();
+    assert_eq!(folders.len(), 2, "{folders:?}");
+    for folder in &folders {
+        for file in ["metrics.json", "model.safetensors"] {
+            assert!(folder.join(file).is_file(), "{folder:?} has no {file}");
+        }
+    }
 }
 
 #[tokio::test]
