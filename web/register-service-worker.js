@@ -1,15 +1,21 @@
 // Registers the page's service worker (service-worker.js): the page offline, and cross-origin
 // isolated on a host that does not send COOP and COEP. On such a host the first visit is not
-// isolated yet: once the worker controls the page, one reload makes it so. A page still not
-// isolated after that reload (a host whose headers forbid it, a browser that refuses, a hard
-// reload past the worker) is not reloaded again while the tab lasts: it trains on one CPU
-// thread and its backend line says why. A page a worker controls asks the host for a new build
-// at once: the browser's own check after a navigation waits until the page's requests pause.
+// isolated yet: once the worker controls the page, one reload makes it so, unless the page has
+// started work by then (a run, the range test): that is never interrupted, and the next visit
+// is isolated. A page still not isolated after that reload (a host whose headers forbid it, a
+// browser that refuses, a hard reload past the worker) is not reloaded again while the tab
+// lasts: it trains on one CPU thread and its backend line says why. A page a worker controls
+// asks the host for a new build at once: the browser's own check after a navigation waits
+// until the page's requests pause.
 const RELOADED = 'webtrain-isolation-reload';
+// The page's phases (its body's data-state, src/page/phase.rs) in which a reload loses nothing.
+const IDLE = ['loading', 'ready'];
 
 if ('serviceWorker' in navigator) {
   const reload = () => {
     if (window.crossOriginIsolated || sessionStorage.getItem(RELOADED) !== null) return;
+    const state = document.body?.dataset.state;
+    if (state !== undefined && !IDLE.includes(state)) return;
     sessionStorage.setItem(RELOADED, '1');
     location.reload();
   };

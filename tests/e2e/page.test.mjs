@@ -3,7 +3,7 @@
 // Chromium gets the same WebGPU flags as the wasm-bindgen tests (webdriver.json).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, mkdirSync, rmSync, existsSync } from 'node:fs';
+import { readFileSync, writeFileSync, appendFileSync, mkdirSync, rmSync, existsSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import * as ort from 'onnxruntime-web';
@@ -685,7 +685,8 @@ test('one run at a time: a double click starts one run, and the worker refuses a
 });
 
 // A server started by `command(port)` on `port`, or one free now; ready once it answers.
-// `requests()` are the paths it logged as served (python's http.server logs each one).
+// `requests()` are the paths it logged as asked for (python's http.server logs each one), and
+// `unfinished()` those tests/e2e/host.py began and has not finished answering.
 async function startServer(command, fixedPort) {
   const { spawn } = await import('node:child_process');
   const { createServer } = await import('node:net');
@@ -712,8 +713,16 @@ async function startServer(command, fixedPort) {
     }
   }
   const requests = () => [...log.matchAll(/"GET (\S+) HTTP/g)].map((m) => m[1]);
+  const unfinished = () => {
+    const open = requests();
+    for (const [, path] of log.matchAll(/^sent (\S+)$/gm)) {
+      const at = open.indexOf(path);
+      if (at >= 0) open.splice(at, 1);
+    }
+    return open;
+  };
   const stopped = new Promise((resolve) => server.once('exit', resolve));
-  return { url, port, requests, stop: () => { server.kill(); return stopped; } };
+  return { url, port, requests, unfinished, stop: () => { server.kill(); return stopped; } };
 }
 
 const e2eDist = () => process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', root).pathname;
@@ -722,9 +731,9 @@ const e2eDist = () => process.env.WEBTRAIN_DIST ?? new URL('target/e2e-dist', ro
 // COEP. The page's service worker, which would add them, is blocked (open's pages block it).
 const serveNotIsolated = () => startServer((port) => ['python3', 'scripts/serve.py', e2eDist(), String(port), '--not-isolated']);
 
-// `dir` as the plainest static host serves it: python's http.server, no header of the page's.
-const serveStatic = (dir, port) => startServer((at) => ['python3', '-m', 'http.server', String(at),
-  '--bind', '127.0.0.1', '--directory', dir], port);
+// `dir` as the plainest static host serves it: python's http.server, no header of the page's
+// (tests/e2e/host.py, with its `options`).
+const serveStatic = (dir, port, options = []) => startServer((at) => ['python3', 'tests/e2e/host.py', dir, String(at), ...options], port);
 
 test('a page that is not cross-origin isolated trains on one CPU thread and says why', { timeout: 900_000 }, async () => {
   const server = await serveNotIsolated();
@@ -793,9 +802,9 @@ test('on a static host that sends no headers: the service worker isolates the pa
     const { installabilityErrors } = await cdp.send('Page.getInstallabilityErrors');
     assert.deepEqual(installabilityErrors, []);
     // The build's files kept whole, MNIST beside them.
-    await until(page, async () => (await caches.keys()).some((name) => name.startsWith('webtrain-app-')));
+    await until(page, async () => (await caches.keys()).some((name) => name.startsWith('webtrain-app ')));
     const stored = await kept(page);
-    const app = Object.keys(stored).find((name) => name.startsWith('webtrain-app-'));
+    const app = Object.keys(stored).find((name) => name.startsWith('webtrain-app '));
     for (const file of ['/', '/index.html', '/webtrain_bg.wasm', '/worker.js', '/manifest.webmanifest']) {
       assert.ok(stored[app].includes(under(file)), `${file} kept: ${stored[app]}`);
     }
@@ -870,30 +879,77 @@ http.server.ThreadingHTTPServer(("127.0.0.1", ${port}), functools.partial(Handle
   }
 });
 
-test('a new build replaces the old: an older service worker never serves the newer page its files, and offline the newer build loads whole', { timeout: 300_000 }, async () => {
-  // A second build: the first one's files with its page and its training worker's script
-  // changed (files trunk gives no integrity hash), and its service worker made anew for them,
-  // the build's last step.
-  const first = e2eDist();
-  const second = new URL('second-build/', screenshots).pathname;
-  rmSync(second, { recursive: true, force: true });
-  execFileSync('cp', ['-r', first, second]);
-  const { writeFileSync, appendFileSync } = await import('node:fs');
-  const html = readFileSync(`${first}/index.html`, 'utf8').replace('<head>', '<head>\n  <meta name="build" content="second">');
-  writeFileSync(`${second}/index.html`, html);
-  appendFileSync(`${second}/worker.js`, "\nself.build = 'second';\n");
-  execFileSync('python3', ['scripts/post-build.py', '--service-worker', second], { cwd: root.pathname });
-  const buildOf = (dir) => readFileSync(`${dir}/service-worker.js`, 'utf8').match(/const BUILD = "(\w+)"/)[1];
-  assert.notEqual(buildOf(first), buildOf(second));
+// The name of the cache a build of the page keeps at `scope` (web/service-worker.js).
+const appCache = (scope, build) => `webtrain-app ${scope} ${build}`;
+const appCaches = (page) => page.evaluate(async () => (await caches.keys()).filter((name) => name.startsWith('webtrain-app ')));
+// The build a folder holds, as its service worker names it.
+const buildOf = (dir) => readFileSync(`${dir}/service-worker.js`, 'utf8').match(/const BUILD = "(\w+)"/)[1];
 
+// A copy of the page's build in `dir`, with its page and its training worker's script changed
+// (files trunk gives no integrity hash) and its service worker made anew for them, the build's
+// last step: a second build.
+async function secondBuild(dir) {
+  rmSync(dir, { recursive: true, force: true });
+  execFileSync('cp', ['-r', e2eDist(), dir]);
+  const html = readFileSync(`${e2eDist()}/index.html`, 'utf8').replace('<head>', '<head>\n  <meta name="build" content="second">');
+  writeFileSync(`${dir}/index.html`, html);
+  appendFileSync(`${dir}/worker.js`, "\nself.build = 'second';\n");
+  execFileSync('python3', ['scripts/post-build.py', '--service-worker', dir], { cwd: root.pathname });
+  assert.notEqual(buildOf(e2eDist()), buildOf(dir));
+  return dir;
+}
+
+// Every request of `context`'s pages and workers (each one answered by the service worker,
+// where one controls them) that has not finished: what a service worker may still be busy with.
+function traceRequests(context) {
+  const open = new Map();
+  let next = 0;
+  const ids = new WeakMap();
+  context.on('request', (request) => {
+    ids.set(request, next);
+    open.set(next++, `${request.method()} ${request.url()} (${request.resourceType()})`);
+  });
+  const done = (request) => open.delete(ids.get(request));
+  context.on('requestfinished', done);
+  context.on('requestfailed', done);
+  return () => [...open.values()];
+}
+
+// Waits until the service worker of `page`'s registration is `build`'s, active and alone, and
+// the caches of its scope are that build's only. A registration that never gets there is
+// described: each of its workers with its state, the caches, and the requests of the pages and
+// of the host that had not finished.
+async function waitForBuild(page, scope, build, unfinished) {
+  const ours = appCache(scope, build);
+  await until(page, async (ours) => {
+    const registration = await navigator.serviceWorker.getRegistration();
+    const settled = registration && !registration.installing && !registration.waiting &&
+      registration.active?.state === 'activated';
+    const names = (await caches.keys()).filter((name) => name.startsWith(`webtrain-app ${registration?.scope} `));
+    return settled && names.length === 1 && names[0] === ours;
+  }, 120_000, ours).catch(async (error) => {
+    const workers = await page.evaluate(async () => {
+      const registration = await navigator.serviceWorker.getRegistration();
+      return [registration?.installing, registration?.waiting, registration?.active].map((worker) => worker?.state ?? 'none');
+    }).catch((e) => `unreadable: ${e}`);
+    throw new Error(`${error.message}\ninstalling, waiting, active: ${workers}; caches: ${await page.evaluate(() => caches.keys())}\n` +
+      `unfinished: ${unfinished().join('\n  ')}`);
+  });
+}
+
+test('a new build replaces the old: an older service worker never serves the newer page its files, and offline the newer build loads whole', { timeout: 300_000 }, async () => {
+  const first = e2eDist();
+  const second = await secondBuild(new URL('second-build/', screenshots).pathname);
   let server = await serveStatic(first);
   const { port } = server;
+  const scope = `${server.url}/`;
   const context = await browser.newContext();
+  const pending = traceRequests(context);
   try {
     const page = await context.newPage();
     await page.goto(`${server.url}/?backend=cpu`);
     await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
-    await until(page, async (name) => (await caches.keys()).includes(name), 60_000, `webtrain-app-${buildOf(first)}`);
+    await waitForBuild(page, scope, buildOf(first), () => [...pending(), ...server.unfinished().map((path) => `host: ${path}`)]);
     // The page, the training worker it started, and the worker script it would get now.
     const seen = async () => ({
       page: await page.evaluate(() => document.querySelector('meta[name="build"]')?.content ?? 'first'),
@@ -909,24 +965,119 @@ test('a new build replaces the old: an older service worker never serves the new
     await waitReady(page);
     const all = { page: 'second', worker: 'second', fetched: 'second' };
     assert.deepEqual(await seen(), all);
-    // The second build's service worker keeps its files, and the first build's cache goes.
-    await until(page, async (name) => {
-      const names = (await caches.keys()).filter((n) => n.startsWith('webtrain-app-'));
-      return names.length === 1 && names[0] === name;
-    }, 120_000, `webtrain-app-${buildOf(second)}`).catch(async (error) => {
-      // Where the replacement stopped: each worker of the registration, with its state.
-      const workers = await page.evaluate(async () => {
-        const registration = await navigator.serviceWorker.getRegistration();
-        return [registration?.installing, registration?.waiting, registration?.active].map((worker) => worker?.state ?? 'none');
-      }).catch((e) => `unreadable: ${e}`);
-      throw new Error(`${error.message}\ninstalling, waiting, active: ${workers}; caches: ${await page.evaluate(() => caches.keys())}`);
-    });
+    // The second build's service worker keeps its files, takes over, and the first build's
+    // cache goes.
+    await waitForBuild(page, scope, buildOf(second), () => [...pending(), ...server.unfinished().map((path) => `host: ${path}`)]);
     // Offline, the second build loads whole from its cache.
     await server.stop();
     await context.setOffline(true);
     await page.reload();
     await waitReady(page);
     assert.deepEqual(await seen(), all);
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});
+
+test('a host that answers 503, then 404, for everything: the kept build loads and trains, and a file the build does not keep gets the host\'s answer', { timeout: 300_000 }, async () => {
+  let server = await serveStatic(e2eDist());
+  const { port } = server;
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    const query = '?model=lenet-small&epochs=1&train_limit=640&test_limit=100&backend=cpu';
+    await page.goto(`${server.url}/${query}`);
+    await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
+    await waitForBuild(page, `${server.url}/`, buildOf(e2eDist()), () => server.unfinished());
+    // MNIST kept by the training worker (src/worker/cache.rs), as the page's files by the service worker.
+    await until(page, async () => (await (await caches.open('webtrain-mnist')).keys()).length === 4);
+    for (const status of [503, 404]) {
+      await server.stop();
+      server = await serveStatic(e2eDist(), port, ['--answer', String(status)]);
+      await page.reload();
+      await waitReady(page);
+      assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, `host answering ${status}`);
+      assert.ok(server.requests().includes('/?model=lenet-small&epochs=1&train_limit=640&test_limit=100&backend=cpu'),
+        `the host was asked first: ${server.requests()}`);
+      // Not a file of the build: the host's own answer.
+      const answered = await page.evaluate(async () => {
+        const response = await fetch('no-such-file.txt');
+        return [response.status, await response.text()];
+      });
+      assert.equal(answered[0], status);
+      assert.match(answered[1], /the host's own error page/);
+      await page.click('#start');
+      await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+      assert.match(await page.textContent('#test-accuracy'), /^\d+\.\d\d%$/);
+      // The page of `webtrain ui` (its token in the address) is its engine's: never a kept copy.
+      const engines = await page.goto(`${server.url}/?token=0123456789abcdef`);
+      assert.equal(engines.status(), status);
+      await page.goto(`${server.url}/${query}`);
+      await waitReady(page);
+    }
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});
+
+test('two deployments on one origin keep each other\'s offline copies, each served its own build', { timeout: 300_000 }, async () => {
+  // /a/ holds the page's build, /b/ a second build, on one host: two forks on one GitHub Pages site.
+  const sites = new URL('two-deployments/', screenshots).pathname;
+  rmSync(sites, { recursive: true, force: true });
+  mkdirSync(sites, { recursive: true });
+  execFileSync('cp', ['-r', e2eDist(), `${sites}/a`]);
+  await secondBuild(`${sites}/b`);
+  const server = await serveStatic(sites);
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    for (const site of ['a', 'b']) {
+      await page.goto(`${server.url}/${site}/?backend=cpu`);
+      await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
+      await waitForBuild(page, `${server.url}/${site}/`, buildOf(`${sites}/${site}`), () => server.unfinished());
+    }
+    assert.deepEqual((await appCaches(page)).sort(),
+      ['a', 'b'].map((site) => appCache(`${server.url}/${site}/`, buildOf(`${sites}/${site}`))).sort());
+    // Offline, each path opens its own build.
+    await server.stop();
+    await context.setOffline(true);
+    for (const [site, build] of [['a', 'first'], ['b', 'second'], ['a', 'first']]) {
+      await page.goto(`${server.url}/${site}/?backend=cpu`);
+      await waitReady(page);
+      assert.equal(await page.evaluate(() => document.querySelector('meta[name="build"]')?.content ?? 'first'), build, site);
+      assert.equal(await page.evaluate(() => self.crossOriginIsolated), true, site);
+    }
+  } finally {
+    await context.close();
+    await server.stop();
+  }
+});
+
+test('a run started before the service worker takes over is not interrupted by the isolating reload', { timeout: 300_000 }, async () => {
+  // The host holds the service worker's script until the run has started.
+  const release = new URL('service-worker-released', screenshots).pathname;
+  rmSync(release, { force: true });
+  const server = await serveStatic(e2eDist(), undefined, ['--hold', '/service-worker.js', release]);
+  const context = await browser.newContext();
+  try {
+    const page = await context.newPage();
+    let loads = 0;
+    page.on('load', () => loads++);
+    await page.goto(`${server.url}/?model=lenet-small&epochs=1&train_limit=1280&test_limit=100&backend=cpu`);
+    await waitReady(page);
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
+    await page.click('#start');
+    await page.waitForSelector('body[data-state="training"]');
+    writeFileSync(release, '');
+    await until(page, () => navigator.serviceWorker.controller !== null);
+    await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
+    assert.equal(loads, 1, 'no reload');
+    assert.match(await page.textContent('#test-accuracy'), /^\d+\.\d\d%$/);
+    // The next visit is isolated.
+    await page.reload();
+    await until(page, () => self.crossOriginIsolated && document.body.dataset.state === 'ready');
   } finally {
     await context.close();
     await server.stop();
@@ -1784,6 +1935,14 @@ test('webtrain ui: the page trains on the native engine, a reload finds the run 
     // The link's settings after the token.
     await page.goto(`${ui.url}&epochs=1&train_limit=60000&test_limit=200&log_interval=5&backend=native`);
     await waitReady(page);
+    // The token stays on this machine: the link the page copies has none, though its own
+    // address keeps it for a reload.
+    await page.click('#copy-link');
+    await page.waitForFunction(() => document.querySelector('#share-link').value !== '');
+    const shared = await page.inputValue('#share-link');
+    assert.match(shared, /epochs=1/);
+    assert.doesNotMatch(shared, /token/, shared);
+    assert.match(page.url(), /[?&]token=/);
     assert.equal(await page.inputValue('#backend-choice'), 'native');
     assert.equal(await page.textContent('#native-option'), 'native — CPU');
     await page.click('#start');
