@@ -14,6 +14,7 @@ use thiserror::Error;
 use crate::config::settings::SETTINGS;
 use crate::config::{DeviceList, DeviceName, TrainConfig};
 use crate::data::Mnist;
+use crate::device::{BackendKind, TrainDevice};
 use crate::train::group::{ProcessGroup, ReduceCost};
 
 #[derive(Debug, Error)]
@@ -26,9 +27,31 @@ pub enum DistributedError {
     )]
     OtherSetting { rank: usize, setting: String },
     #[error(
+        "rank {rank} runs another build of webtrain than rank 0 (webtrain {}): every process \
+         must run the same build",
+        env!("CARGO_PKG_VERSION")
+    )]
+    OtherBuild { rank: usize },
+    #[error(
+        "rank {rank} computes on another device than rank 0 ({rank0}), and processes that \
+         compute differently part ways: give every process the same --backend (the CPU, or the \
+         same kind of GPU)"
+    )]
+    OtherDevice { rank: usize, rank0: String },
+    #[error(
         "rank {rank} has other MNIST files than rank 0: every process must train on the same data"
     )]
     OtherData { rank: usize },
+    #[error(
+        "rank {rank}'s --data folder lacks MNIST's test files (t10k-images-idx3-ubyte, \
+         t10k-labels-idx1-ubyte), which rank 0's holds: every process must train on the same data"
+    )]
+    NoTestFiles { rank: usize },
+    #[error(
+        "rank {rank}'s --data folder holds MNIST's test files and rank 0's does not: every \
+         process must train on the same data"
+    )]
+    OnlyItsTestFiles { rank: usize },
     #[error("rank {rank} could not start (it said why)")]
     RankFailed { rank: usize },
 }
@@ -36,17 +59,88 @@ pub enum DistributedError {
 /// This process's place in the run: MPI's world, kept open while the run lasts.
 pub struct MpiGroup {
     world: SimpleCommunicator,
+    /// Its place among the processes on its machine.
+    local_rank: usize,
     cost: Cell<ReduceCost>,
     /// Closes MPI when the group is dropped: the last thing the process does with it.
     _universe: Universe,
+}
+
+/// What every process must share with rank 0 before the first step: its settings (their
+/// devices aside: each machine has its own), the build, the kind of device that does its
+/// arithmetic, and its data.
+pub struct Agreement {
+    /// (name, text): the build, the device, then every setting but the devices.
+    pairs: Vec<(String, String)>,
+    data: DataPrint,
+}
+
+/// The data a process trains on, as much as the agreement needs of it.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+struct DataPrint {
+    /// Whether the data folder holds MNIST's test files (without them it is one's own digits,
+    /// a fifth held out).
+    test_files: bool,
+    /// A hash of the training and test images and labels: equal where the files are.
+    fingerprint: u64,
+}
+
+const BUILD: &str = "build";
+const DEVICE: &str = "device";
+
+impl Agreement {
+    /// The agreement of a run of `config` on `data`, whose arithmetic `device` does.
+    pub fn new(config: &TrainConfig, data: &Mnist, test_files: bool, device: &TrainDevice) -> Self {
+        let mut pairs = vec![
+            (BUILD.to_string(), build()),
+            (DEVICE.to_string(), arithmetic(device)),
+        ];
+        let settings = SETTINGS.iter().filter(|s| s.name != "devices");
+        pairs.extend(settings.map(|s| (s.name.to_string(), s.text(config))));
+        Self {
+            pairs,
+            data: DataPrint {
+                test_files,
+                fingerprint: data_fingerprint(data),
+            },
+        }
+    }
+}
+
+/// This build of webtrain, as the agreement compares it.
+fn build() -> String {
+    let version = format!("webtrain {}", env!("CARGO_PKG_VERSION"));
+    // A build that says it is another: what the tests provoke, in debug builds only.
+    #[cfg(debug_assertions)]
+    if let Ok(pretended) = std::env::var("WEBTRAIN_PRETEND_BUILD") {
+        return pretended;
+    }
+    version
+}
+
+/// What does a process's arithmetic: the CPU, or a GPU by its adapter, whichever of the
+/// machine's GPUs it is (`gpu:1, X` computes as `gpu:0, X` does).
+fn arithmetic(device: &TrainDevice) -> String {
+    match device.kind {
+        BackendKind::Cpu => "the CPU".to_string(),
+        BackendKind::Gpu => match device.adapter.split_once(", ") {
+            Some((index, adapter)) if index.starts_with("gpu:") => adapter.to_string(),
+            _ => device.adapter.clone(),
+        },
+    }
 }
 
 impl MpiGroup {
     /// Joins the processes mpirun started.
     pub fn join() -> Result<Self, DistributedError> {
         let universe = mpi::initialize().ok_or(DistributedError::NotStarted)?;
+        let world = universe.world();
+        // The processes that share this one's memory are those on its machine, whichever MPI
+        // started them (Open MPI, MPICH, Slurm's srun): none of their variables is needed.
+        let local_rank = world.split_shared(world.rank()).rank() as usize;
         Ok(Self {
-            world: universe.world(),
+            world,
+            local_rank,
             cost: Cell::new(ReduceCost::default()),
             _universe: universe,
         })
@@ -58,12 +152,9 @@ impl MpiGroup {
         self.world.abort(code)
     }
 
-    /// This process's place among those on its machine, as Open MPI numbers them.
+    /// This process's place among those on its machine.
     pub fn local_rank(&self) -> usize {
-        std::env::var("OMPI_COMM_WORLD_LOCAL_RANK")
-            .ok()
-            .and_then(|rank| rank.parse().ok())
-            .unwrap_or(self.rank())
+        self.local_rank
     }
 
     /// Rank 0's bytes, on every process.
@@ -78,51 +169,58 @@ impl MpiGroup {
         }
     }
 
-    /// Checks that every process trains the run rank 0 trains: the same settings (their
-    /// devices aside: each machine has its own) and the same data. `ready` is none where this
-    /// process could not get ready, and has said why: no process waits on one that gave up.
-    pub fn agree(&self, ready: Option<(&TrainConfig, &Mnist)>) -> Result<(), DistributedError> {
-        let mine = ready
-            .map(|(config, _)| agreed_pairs(config))
-            .unwrap_or_default();
-        let fingerprint = ready.map(|(_, data)| data_fingerprint(data));
-        let mut theirs = serde_json::to_vec(&(&mine, fingerprint)).unwrap_or_default();
+    /// Checks that every process trains the run rank 0 trains (`Agreement`). `ready` is none
+    /// where this process could not get ready, and has said why: no process waits on one that
+    /// gave up. A process that differs says how, in its own line.
+    pub fn agree(&self, ready: Option<&Agreement>) -> Result<(), DistributedError> {
+        let mine = ready.map(|a| a.pairs.clone()).unwrap_or_default();
+        let data = ready.map(|a| a.data);
+        let mut theirs = serde_json::to_vec(&(&mine, data)).unwrap_or_default();
         self.broadcast(&mut theirs);
-        let (rank0, rank0_data): (Vec<(String, String)>, Option<u64>) =
+        let (rank0, rank0_data): (Vec<(String, String)>, Option<DataPrint>) =
             serde_json::from_slice(&theirs).unwrap_or_default();
-        // 0: as rank 0; 1 + a setting's index: that setting differs; DATA: the data; FAILED.
+        // 0: as rank 0; 1 + a pair's index: that pair differs; then the data's and FAILED.
         const DATA: u64 = 1000;
         const FAILED: u64 = 1001;
+        const TEST_FILES: u64 = 1002;
         let differing = mine.iter().zip(&rank0).position(|(a, b)| a != b);
-        let code = match (ready, differing) {
-            (None, _) => FAILED,
-            (Some(_), Some(index)) => 1 + index as u64,
-            (Some(_), None) if fingerprint != rank0_data => DATA,
-            (Some(_), None) => 0,
+        let code = match (data, differing, rank0_data) {
+            (None, _, _) => FAILED,
+            (Some(_), Some(index), _) => 1 + index as u64,
+            (Some(ours), None, Some(rank0)) if ours.test_files != rank0.test_files => TEST_FILES,
+            (Some(ours), None, rank0) if Some(ours) != rank0 => DATA,
+            (Some(_), None, _) => 0,
         };
+        if let Some(index) = differing
+            && let (Some((name, ours)), Some((_, rank0))) = (mine.get(index), rank0.get(index))
+        {
+            eprintln!(
+                "webtrain: rank {}: its {name} is {ours}, rank 0's {rank0}",
+                self.rank()
+            );
+        }
         let codes = self.gather(code);
         let Some((rank, &code)) = codes.iter().enumerate().find(|(_, code)| **code != 0) else {
             return Ok(());
         };
+        let name = |index: u64| mine.get(index as usize - 1).cloned().unwrap_or_default();
         Err(match code {
             FAILED => DistributedError::RankFailed { rank },
             DATA => DistributedError::OtherData { rank },
-            index => DistributedError::OtherSetting {
-                rank,
-                setting: mine
-                    .get(index as usize - 1)
-                    .map_or_else(String::new, |(name, _)| name.replace('_', "-")),
+            TEST_FILES if data.is_some_and(|d| d.test_files) => {
+                DistributedError::NoTestFiles { rank }
+            }
+            TEST_FILES => DistributedError::OnlyItsTestFiles { rank },
+            index => match name(index) {
+                (pair, _) if pair == BUILD => DistributedError::OtherBuild { rank },
+                (pair, rank0) if pair == DEVICE => DistributedError::OtherDevice { rank, rank0 },
+                (setting, _) => DistributedError::OtherSetting {
+                    rank,
+                    setting: setting.replace('_', "-"),
+                },
             },
         })
     }
-}
-
-/// Every setting but the devices, as (name, text).
-fn agreed_pairs(config: &TrainConfig) -> Vec<(String, String)> {
-    let settings = SETTINGS.iter().filter(|s| s.name != "devices");
-    settings
-        .map(|s| (s.name.to_string(), s.text(config)))
-        .collect()
 }
 
 /// A hash of the training and test images and labels: equal where the files are.

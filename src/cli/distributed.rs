@@ -46,8 +46,9 @@ mod with_mpi {
     use crate::cli::train::{StartFiles, asked_start, drive_shown, stop_on_interrupt};
     use crate::cli::{own_data, read_limited};
     use crate::config::DeviceList;
+    use crate::data::Mnist;
     use crate::device::{BackendChoice, hardware_gpus};
-    use crate::distributed::{MpiGroup, devices_for_rank};
+    use crate::distributed::{Agreement, MpiGroup, devices_for_rank};
     use crate::session::driver::{Prepared, prepare};
     use crate::train::checkpoint::Checkpoint;
     use crate::train::checkpoint::format::MAX_CHECKPOINT_BYTES;
@@ -61,7 +62,12 @@ mod with_mpi {
         if let (Err(error), true) = (&ready, rank != 0) {
             eprintln!("webtrain: rank {rank}: {error}");
         }
-        let agreed = group.agree(ready.as_ref().ok().map(|p| (p.config(), p.mnist())));
+        let test_files = Mnist::has_test_split(&args.run.setup.data);
+        let agreement = ready
+            .as_ref()
+            .ok()
+            .map(|p| Agreement::new(p.config(), p.mnist(), test_files, p.devices.main()));
+        let agreed = group.agree(agreement.as_ref());
         let prepared = match (ready, agreed) {
             (Ok(prepared), Ok(())) => prepared,
             // Rank 0 says what is wrong; a rank that failed on its own has said why.

@@ -19,6 +19,13 @@ use crate::binary::{logged_losses, tensors};
 /// `mpirun` starting one process per entry of `ranks`, each with its own arguments: Open MPI
 /// over TCP on the loopback interface, one CPU thread a process (two processes on two cores).
 fn mpirun(ranks: &[Vec<&str>]) -> Command {
+    let ranks: Vec<(&[&str], Vec<&str>)> =
+        ranks.iter().map(|args| (&[][..], args.clone())).collect();
+    mpirun_with(&ranks)
+}
+
+/// `mpirun` as above, each process with its own environment (`NAME=value`) too.
+fn mpirun_with(ranks: &[(&[&str], Vec<&str>)]) -> Command {
     let mut command = Command::new("mpirun");
     command
         .args(["--oversubscribe", "--mca", "btl", "self,tcp"])
@@ -36,14 +43,15 @@ fn mpirun(ranks: &[Vec<&str>]) -> Command {
         .env("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
         .env("XDG_RUNTIME_DIR", std::env::temp_dir())
         .current_dir(common::checkout());
-    for (n, args) in ranks.iter().enumerate() {
+    for (n, (env, args)) in ranks.iter().enumerate() {
         if n > 0 {
             command.arg(":");
         }
-        command
-            .args(["-np", "1"])
-            .arg(common::webtrain())
-            .args(args);
+        command.args(["-np", "1"]);
+        if !env.is_empty() {
+            command.arg("env").args(*env);
+        }
+        command.arg(common::webtrain()).args(args);
     }
     command
 }
@@ -201,7 +209,11 @@ fn a_resumed_distributed_run_follows_the_uninterrupted_one() {
 
 /// Refused before the first step, in words that name the rank; no folder written.
 fn assert_refused(ranks: &[Vec<&str>], out: &Path, expected: &str) {
-    let output = mpirun(ranks).output().unwrap();
+    assert_refused_with(mpirun(ranks), out, expected);
+}
+
+fn assert_refused_with(mut mpirun: Command, out: &Path, expected: &str) {
+    let output = mpirun.output().unwrap();
     let (stdout, stderr) = (text(&output.stdout), text(&output.stderr));
     assert!(!output.status.success(), "{stdout}");
     assert!(stderr.contains(expected), "{stderr}");
@@ -260,6 +272,50 @@ fn processes_that_differ_or_lack_their_device_are_refused_naming_the_rank() {
         ],
         &out,
         "rank 1 has other MNIST files than rank 0",
+    );
+    // A training pair alone on rank 1: its own digits, a fifth held out, where rank 0 has MNIST.
+    let no_test = dir.path().join("no-test-files");
+    std::fs::create_dir(&no_test).unwrap();
+    for name in ["train-images-idx3-ubyte", "train-labels-idx1-ubyte"] {
+        std::fs::copy(mnist.join(name), no_test.join(name)).unwrap();
+    }
+    assert_refused(
+        &[
+            rank(out_arg, &[]),
+            rank(out_arg, &["--data", no_test.to_str().unwrap()]),
+        ],
+        &out,
+        "rank 1's --data folder lacks MNIST's test files",
+    );
+    // The CPU beside a GPU (lavapipe here): the same run, computed differently.
+    let both = [
+        rank(out_arg, &["--backend", "cpu"]),
+        rank(out_arg, &["--backend", "gpu"]),
+    ];
+    let output = mpirun(&both).output().unwrap();
+    let stderr = text(&output.stderr);
+    assert!(!output.status.success());
+    assert!(
+        stderr.contains("rank 1 computes on another device than rank 0 (the CPU)"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("rank 1: its device is ") && stderr.contains(", rank 0's the CPU"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
+    // Another build of webtrain on rank 1.
+    let builds: [(&[&str], Vec<&str>); 2] = [
+        (&[], rank(out_arg, &[])),
+        (
+            &["WEBTRAIN_PRETEND_BUILD=webtrain 0.0.0-other"],
+            rank(out_arg, &[]),
+        ),
+    ];
+    assert_refused_with(
+        mpirun_with(&builds),
+        &out,
+        "rank 1 runs another build of webtrain than rank 0",
     );
 }
 
