@@ -22,6 +22,11 @@ pub enum FilesError {
         .path.display(), .path.join(CHECKPOINT).display()
     )]
     RunExists { path: PathBuf },
+    #[error(
+        "{} is being written by another webtrain run: give another --out, or wait for it to end",
+        .path.display()
+    )]
+    InUse { path: PathBuf },
     #[error("cannot write {}: {source}", .path.display())]
     Write {
         path: PathBuf,
@@ -58,6 +63,8 @@ const SAME_SECOND_RUNS: usize = 1000;
 
 pub struct RunFolder {
     path: PathBuf,
+    /// The folder, held for this process while it writes there.
+    _lock: Option<File>,
 }
 
 impl RunFolder {
@@ -67,11 +74,12 @@ impl RunFolder {
         let Some(path) = out else {
             return Self::timestamped(Path::new("runs"));
         };
+        create_all(&path)?;
+        let lock = lock(&path)?;
         if holds_run(&path) {
             return Err(FilesError::RunExists { path });
         }
-        create_all(&path)?;
-        Ok(Self { path })
+        Ok(Self { path, _lock: lock })
     }
 
     /// The folder a resumed run writes to: `out`, or the checkpoint's own folder. A folder that
@@ -83,11 +91,12 @@ impl RunFolder {
             (Ok(a), Ok(b)) => a == b,
             _ => false,
         };
+        create_all(&path)?;
+        let lock = lock(&path)?;
         if holds_run(&path) && !same(&path, &own) {
             return Err(FilesError::RunExists { path });
         }
-        create_all(&path)?;
-        Ok(Self { path })
+        Ok(Self { path, _lock: lock })
     }
 
     /// `parent/<timestamp>`, or `-2`, `-3`, … after it when another run took that second.
@@ -102,7 +111,10 @@ impl RunFolder {
             let path = parent.join(name);
             // create_dir, not create_dir_all: of two runs, only one creates a given folder.
             match fs::create_dir(&path) {
-                Ok(()) => return Ok(Self { path }),
+                Ok(()) => {
+                    let lock = lock(&path)?;
+                    return Ok(Self { path, _lock: lock });
+                }
                 Err(error) if error.kind() == ErrorKind::AlreadyExists => continue,
                 Err(source) => return Err(FilesError::Write { path, source }),
             }
@@ -135,6 +147,24 @@ impl RunFolder {
         let mut metrics: RunMetrics = serde_json::from_str(&json).ok()?;
         metrics.truncate_to(position);
         Some(metrics)
+    }
+}
+
+/// Holds the folder `path` for this process alone while it writes there: a second webtrain
+/// given the same folder (two jobs, or mpirun without `--distributed`, each a rank 0) is
+/// refused rather than write over it. The lock is the operating system's (`flock` on the
+/// folder), so it goes with the process, however that ends. Where a folder cannot be opened
+/// or locked (a file system without locks), the run goes on without it.
+fn lock(path: &Path) -> Result<Option<File>, FilesError> {
+    let Ok(folder) = File::open(path) else {
+        return Ok(None);
+    };
+    match folder.try_lock() {
+        Ok(()) => Ok(Some(folder)),
+        Err(fs::TryLockError::WouldBlock) => Err(FilesError::InUse {
+            path: path.to_path_buf(),
+        }),
+        Err(fs::TryLockError::Error(_)) => Ok(None),
     }
 }
 

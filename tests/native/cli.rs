@@ -452,3 +452,40 @@ fn train_resume_goes_on_from_the_checkpoint_as_if_never_stopped() {
     assert_eq!(resumed.weights, whole.weights);
     assert_eq!(resumed.optimizer_state, whole.optimizer_state);
 }
+
+/// Two runs given one `--out` at once (two jobs, or `mpirun` without `--distributed`, each
+/// a rank 0): the second is refused while the first writes there, exit 2, one line; the first
+/// goes on to write its own files.
+#[test]
+fn a_folder_a_run_is_writing_is_refused_to_a_second_run() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("run");
+    // A whole epoch: long enough for the second to start while it goes.
+    let mut args = tiny_args(&out, "1");
+    let limit = args.iter().position(|a| *a == "--train-limit").unwrap() + 1;
+    args[limit] = "60000";
+    let mut first = crate::binary::command(&args)
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(first.stdout.take().unwrap()).lines();
+    // Under way, its folder taken.
+    assert!(
+        lines
+            .by_ref()
+            .map_while(Result::ok)
+            .any(|line| line.starts_with("Train Epoch")),
+        "the first run never logged a step"
+    );
+    assert_rejected(
+        &tiny_args(&out, "1"),
+        "is being written by another webtrain run",
+    );
+    // The rest of what it says, read so that it never waits on a full pipe.
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    assert!(first.wait().unwrap().success(), "{rest:?}");
+    assert!(out.join("model.safetensors").is_file());
+    // Done, the folder holds a run: refused for that reason now, as before.
+    assert_rejected(&tiny_args(&out, "1"), "already holds a run");
+}
