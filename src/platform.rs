@@ -106,6 +106,21 @@ pub fn panic_in_cpu_pool() {
     rayon::scope(|scope| scope.spawn(|_| panic!("{POOL_PANIC}")));
 }
 
+/// Panics in a request of `kind` (the protocol's name) where a test asks for it, natively:
+/// `WEBTRAIN_PANIC_IN_REQUEST=Evaluate,FindLr`. Called inside each request, past what it takes
+/// hold of, as a fault there would be; what the tests provoke to see such a request end with
+/// its message and the engine go on. Debug builds only.
+#[cfg(debug_assertions)]
+pub fn provoked_panic(kind: &str) {
+    let asked = std::env::var("WEBTRAIN_PANIC_IN_REQUEST").unwrap_or_default();
+    if asked.split(',').any(|asked| asked == kind) {
+        panic!("a panic provoked in a {kind} request");
+    }
+}
+
+#[cfg(not(debug_assertions))]
+pub fn provoked_panic(_kind: &str) {}
+
 /// `work`, or the message it panicked with where a panic unwinds (natively); in the browser a
 /// panic aborts its thread.
 pub async fn catch_panic<F: std::future::Future>(work: F) -> Result<F::Output, String> {

@@ -108,46 +108,9 @@ async fn answer(session: Rc<Session<Native>>, job: Job) {
     let outbox: Outbox = Rc::new(move |reply| {
         let _ = replies.send(reply);
     });
-    let fault = Fault::asked_in(&request);
-    let answering = session.answer(request, outbox.clone());
-    let answered = catch_panic(async {
-        fault.provoke();
-        answering.await
-    });
-    if let Err(panic) = answered.await {
+    if let Err(panic) = catch_panic(session.answer(request, outbox.clone())).await {
         warn(&format!("a request ended on an internal fault: {panic}"));
         outbox(failure(id, format!("the engine failed inside: {panic}")));
-    }
-}
-
-/// A fault provoked on purpose, in debug builds only: `WEBTRAIN_PANIC_IN_REQUEST=Evaluate,Predict`
-/// panics while the engine answers a request of those kinds (the protocol's names), as a fault
-/// inside would, so that a test sees the request end with the panic's message and the engine go on.
-struct Fault {
-    #[cfg(debug_assertions)]
-    kind: Option<String>,
-}
-
-impl Fault {
-    fn asked_in(_request: &Envelope) -> Self {
-        Self {
-            #[cfg(debug_assertions)]
-            kind: std::env::var("WEBTRAIN_PANIC_IN_REQUEST")
-                .ok()
-                .and_then(|kinds| {
-                    kinds
-                        .split(',')
-                        .find(|kind| _request.json.starts_with(&format!("{{\"{kind}\"")))
-                        .map(str::to_string)
-                }),
-        }
-    }
-
-    fn provoke(&self) {
-        #[cfg(debug_assertions)]
-        if let Some(kind) = &self.kind {
-            panic!("a panic provoked in a {kind} request");
-        }
     }
 }
 

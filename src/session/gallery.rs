@@ -10,6 +10,7 @@ use super::{Host, Model, Session, SessionError};
 use crate::data::Mnist;
 use crate::data::batcher::MnistBatcher;
 use crate::model::CLASSES;
+use crate::platform::provoked_panic;
 use crate::predict::{predicted, probabilities};
 
 /// Test digits in the gallery: the first ones, then the first mistakes among the next.
@@ -61,6 +62,7 @@ impl<H: Host> Session<H> {
     /// next.
     pub(super) async fn gallery(&self) -> Result<Vec<GalleryDigit>, SessionError> {
         let (_, data, guesses) = self.guesses(GALLERY_SEARCH).await?;
+        provoked_panic("Gallery");
         let count = guesses.len().min(GALLERY_SEARCH);
         let wrong = |&i: &usize| predicted(&guesses[i]) != usize::from(data.test.label(i));
         let shown: Vec<usize> = (0..count.min(GALLERY_FIRST))

@@ -7,6 +7,7 @@ use super::protocol::FindLr;
 use super::{Host, Session, SessionError};
 use crate::device::select_devices;
 use crate::model::NetConfig;
+use crate::platform::provoked_panic;
 use crate::train::lr_find::{LrFinding, LrPoint, find_lr};
 use crate::train::{Placement, TrainControl};
 
@@ -30,9 +31,10 @@ impl<H: Host> Session<H> {
         let start = self.start_from(config.model, from_model)?;
         // Busy from here: Stop ends the test, and a run asked for meanwhile is refused.
         let control = TrainControl::default();
-        self.state.borrow_mut().starting = Some(control.clone());
+        let starting = self.hold_starting(control.clone());
         let found = async {
             self.stop_warm_up().await;
+            provoked_panic("FindLr");
             let devices = select_devices(&config.devices, backend).await?;
             devices.check_batch(config.model, config.batch_size)?;
             let model = match start {
@@ -52,7 +54,7 @@ impl<H: Host> Session<H> {
             .await?)
         }
         .await;
-        self.state.borrow_mut().starting = None;
+        drop(starting);
         found
     }
 }

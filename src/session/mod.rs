@@ -33,6 +33,7 @@ use crate::inspect::InspectError;
 use crate::measure::op_profile::{CpuProfile, cpu_profile};
 use crate::model::Net;
 use crate::onnx::{OnnxError, onnx_of};
+use crate::platform::provoked_panic;
 use crate::predict::probabilities;
 use crate::readback::ReadbackError;
 use crate::train::{EpochReport, TrainControl, TrainError, evaluate};
@@ -196,6 +197,18 @@ struct State {
     warming: Option<WarmUp>,
 }
 
+/// The engine held busy while a run or the range test gets ready: free again when this is
+/// dropped, however that comes (a panic on the way too, where one unwinds).
+struct Starting<'a>(&'a RefCell<State>);
+
+impl Drop for Starting<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut state) = self.0.try_borrow_mut() {
+            state.starting = None;
+        }
+    }
+}
+
 pub struct Session<H> {
     host: H,
     state: RefCell<State>,
@@ -352,6 +365,7 @@ impl<H: Host> Session<H> {
 
     async fn evaluate(&self, request: Evaluate) -> Result<EpochReport, SessionError> {
         let (model, data) = self.model_and_data()?;
+        provoked_panic("Evaluate");
         let len = data.test.len_within(Some(request.len));
         let batcher = MnistBatcher::new(Device::flex());
         Ok(evaluate(&model.net, &data.test, len, &batcher, 0).await?)
@@ -359,6 +373,7 @@ impl<H: Host> Session<H> {
 
     async fn predict(&self, request: Predict) -> Result<Probabilities, SessionError> {
         let model = self.model()?;
+        provoked_panic("Predict");
         let pixels = request.pixels.into_bytes();
         if pixels.len() != IMAGE_PIXELS {
             return Err(SessionError::DigitSize(pixels.len()));

@@ -10,10 +10,11 @@ use super::driver::{Driven, Ended, RunData, RunStart, prepare};
 use super::protocol::{
     Followed, Payload, RunEnded, RunFiles, Train, WarmUp as WarmUpRequest, WarmedUp,
 };
-use super::{Host, Model, Session, SessionError};
+use super::{Host, Model, Session, SessionError, Starting};
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::{BackendKind, select_device};
 use crate::model::Net;
+use crate::platform::provoked_panic;
 use crate::session::warm_up::warm_up;
 use crate::train::checkpoint::Checkpoint;
 use crate::train::{Outcome, TrainControl, TrainEvent};
@@ -63,6 +64,13 @@ impl WarmUp {
 }
 
 impl<H: Host> Session<H> {
+    /// Busy from here, with `control` for a pause or stop asked meanwhile, until the value
+    /// returned is dropped.
+    pub(super) fn hold_starting(&self, control: TrainControl) -> Starting<'_> {
+        self.state.borrow_mut().starting = Some(control);
+        Starting(&self.state)
+    }
+
     pub(super) fn busy(&self) -> bool {
         let state = self.state.borrow();
         state.run.is_some() || state.starting.is_some()
@@ -113,7 +121,7 @@ impl<H: Host> Session<H> {
         };
         // Taken before the first await: a second request finds the engine busy.
         let control = TrainControl::default();
-        self.state.borrow_mut().starting = Some(control.clone());
+        let starting = self.hold_starting(control.clone());
         let prepared = async {
             // A warm-up going shares the device: the run starts with what it has built.
             self.stop_warm_up().await;
@@ -122,7 +130,7 @@ impl<H: Host> Session<H> {
             Ok::<_, SessionError>((prepared, record))
         }
         .await;
-        self.state.borrow_mut().starting = None;
+        drop(starting);
         let (prepared, record) = prepared?;
         self.state.borrow_mut().run = Some(Run {
             control: control.clone(),
@@ -245,6 +253,7 @@ impl<H: Host> Session<H> {
         if let Some(replaced) = replaced {
             replaced.stop().await;
         }
+        provoked_panic("WarmUp");
         let started = Instant::now();
         let warmed: Result<Option<f64>, SessionError> = async {
             let device = select_device(backend).await?;

@@ -443,26 +443,25 @@ async fn a_run_outlives_its_tab_and_a_new_tab_follows_and_steers_it() {
     assert!(second.ask(Follow {}).await.answer().is_none());
 }
 
-/// A request that panics inside the engine, of each kind a page asks beside a run, ends with
-/// the panic's message; the engine answers the next request, the run going trains on to its
-/// end, and Ctrl-C then stops a second run with its files written.
+/// A request that panics inside the engine, past what it took hold of, of each kind a page
+/// asks beside a run, ends with the panic's message; the engine answers the next request and
+/// is not left busy, the run going keeps on, and Ctrl-C then stops it with its files written.
+#[cfg_attr(
+    not(debug_assertions),
+    ignore = "the fault hook is in debug builds only"
+)]
 #[tokio::test]
 async fn a_panic_in_a_request_ends_that_request_and_nothing_else() {
-    let kinds = ["Evaluate", "Gallery", "Predict", "FindLr", "WarmUp"];
-    let mut server = Server::start_with(&[("WEBTRAIN_PANIC_IN_REQUEST", &kinds.join(","))]);
+    let faults = ["FindLr", "WarmUp", "Evaluate", "Gallery", "Predict"];
+    let mut server = Server::start_with(&[("WEBTRAIN_PANIC_IN_REQUEST", &faults.join(","))]);
     let mut page = server.connect().await;
     page.ask(Download {}).await.answer();
-    let run = page.send(small_run(12800)).await;
-    page.ask(Control::Pause).await.answer();
+    // A model to ask about.
+    let first = page.ask(small_run(640)).await.answer();
+    assert_eq!(first.outcome, Outcome::Completed);
     let config = small_run(64).config;
     let backend = BackendChoice::Cpu;
-    let failures = [
-        page.failure(Evaluate { len: 100 }).await,
-        page.failure(Gallery {}).await,
-        page.failure(Predict {
-            pixels: Payload::from(vec![0; 28 * 28 * 4]),
-        })
-        .await,
+    let mut failures = vec![
         page.failure(FindLr {
             config: config.clone(),
             backend,
@@ -472,21 +471,26 @@ async fn a_panic_in_a_request_ends_that_request_and_nothing_else() {
         .await,
         page.failure(WarmUp { config, backend }).await,
     ];
-    for (kind, why) in kinds.iter().zip(&failures) {
+    // Not left busy by the range test's panic: a run starts, and while it goes (paused) the
+    // views' requests fail inside, one by one.
+    page.send(small_run(12800)).await;
+    page.ask(Control::Pause).await.answer();
+    failures.push(page.failure(Evaluate { len: 100 }).await);
+    failures.push(page.failure(Gallery {}).await);
+    failures.push(
+        page.failure(Predict {
+            pixels: Payload::from(vec![0; 28 * 28]),
+        })
+        .await,
+    );
+    for (kind, why) in faults.iter().zip(&failures) {
         assert!(
             why.contains(&format!("a panic provoked in a {kind} request")),
             "{kind}: {why}"
         );
     }
-    // The engine goes on: it answers, and the run it holds trains to its end.
     page.ask(ListRuns {}).await.answer();
-    page.ask(Control::Resume).await.answer();
-    let ended = page.answer_to::<Train>(run).await.answer();
-    assert_eq!(ended.outcome, Outcome::Completed);
-    // Ctrl-C during a second run stops it and writes its files before the engine exits, after
-    // the faults as before them.
-    page.send(small_run(12800)).await;
-    page.ask(Control::Pause).await.answer();
+    // Ctrl-C stops the run going and writes its files before the engine exits.
     let interrupted = Command::new("kill")
         .args(["-INT", &server.child.id().to_string()])
         .status()
