@@ -110,22 +110,34 @@ pub(crate) fn first_non_finite(bytes: &[u8]) -> Option<(String, usize)> {
 }
 
 /// How many of `data`'s values, of type `dtype`, are NaN or infinite: a float's exponent bits
-/// all set. Integer and boolean tensors hold none.
+/// all set (or its one NaN pattern, in the 8-bit types without infinities). A double beyond
+/// f32's range counts too: the model holds f32, where it is infinite. Integer and boolean
+/// tensors hold none.
 fn non_finite_values(dtype: Dtype, data: &[u8]) -> usize {
-    let count = |width: usize, exponent: u64| {
+    let count = |width: usize, mask: u64, pattern: u64| {
         data.chunks_exact(width)
             .filter(|b| {
                 let mut bits = [0u8; 8];
                 bits[..width].copy_from_slice(b);
-                u64::from_le_bytes(bits) & exponent == exponent
+                u64::from_le_bytes(bits) & mask == pattern
             })
             .count()
     };
     match dtype {
-        Dtype::F64 => count(8, 0x7ff0_0000_0000_0000),
-        Dtype::F32 => count(4, 0x7f80_0000),
-        Dtype::F16 => count(2, 0x7c00),
-        Dtype::BF16 => count(2, 0x7f80),
+        Dtype::F64 => data
+            .chunks_exact(8)
+            .filter(|b| {
+                let value = f64::from_le_bytes(b.try_into().unwrap_or_default());
+                !(value.abs() <= f64::from(f32::MAX))
+            })
+            .count(),
+        Dtype::F32 => count(4, 0x7f80_0000, 0x7f80_0000),
+        Dtype::F16 => count(2, 0x7c00, 0x7c00),
+        Dtype::BF16 => count(2, 0x7f80, 0x7f80),
+        Dtype::F8_E5M2 => count(1, 0x7c, 0x7c),
+        Dtype::F8_E4M3 => count(1, 0x7f, 0x7f),
+        Dtype::F8_E8M0 => count(1, 0xff, 0xff),
+        Dtype::F8_E4M3FNUZ | Dtype::F8_E5M2FNUZ => count(1, 0xff, 0x80),
         _ => 0,
     }
 }
@@ -136,11 +148,20 @@ mod tests {
 
     #[test]
     fn non_finite_values_are_found_in_every_float_type() {
-        let f64s: Vec<u8> = [1.0, f64::NAN, f64::INFINITY, -f64::INFINITY, f64::MAX]
-            .iter()
-            .flat_map(|v: &f64| v.to_le_bytes())
-            .collect();
-        assert_eq!(non_finite_values(Dtype::F64, &f64s), 3);
+        // Beyond f32's range, a double is infinite in the model.
+        let f64s: Vec<u8> = [
+            1.0,
+            f64::NAN,
+            f64::INFINITY,
+            -f64::INFINITY,
+            f64::MAX,
+            -1e300,
+        ]
+        .iter()
+        .chain(&[f64::from(f32::MAX), -f64::from(f32::MAX)])
+        .flat_map(|v: &f64| v.to_le_bytes())
+        .collect();
+        assert_eq!(non_finite_values(Dtype::F64, &f64s), 5);
         let f32s: Vec<u8> = [f32::NAN, 0.0, -f32::INFINITY, f32::MIN_POSITIVE]
             .iter()
             .flat_map(|v: &f32| v.to_le_bytes())
@@ -158,6 +179,19 @@ mod tests {
             .flat_map(|v| v.to_le_bytes())
             .collect();
         assert_eq!(non_finite_values(Dtype::BF16, &bf16s), 2);
+        // 8-bit: E5M2's +inf and NaN; E4M3's two NaNs (it has no infinity); FNUZ's one NaN.
+        assert_eq!(
+            non_finite_values(Dtype::F8_E5M2, &[0x3c, 0x7c, 0x7e, 0xfc]),
+            3
+        );
+        assert_eq!(
+            non_finite_values(Dtype::F8_E4M3, &[0x7e, 0x7f, 0xff, 0x00]),
+            2
+        );
+        assert_eq!(
+            non_finite_values(Dtype::F8_E4M3FNUZ, &[0x80, 0x7f, 0x00]),
+            1
+        );
         assert_eq!(non_finite_values(Dtype::I32, &[0xff; 8]), 0);
     }
 

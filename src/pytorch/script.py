@@ -111,7 +111,8 @@ def improved(value, best):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # argparse formats the description with %: a run named "50%" stays text.
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0].replace("%", "%%"))
     parser.add_argument("--data", default="data/mnist", help="MNIST's four IDX files")
     parser.add_argument("--device", default="cpu", help="cpu, cuda, mps…")
     parser.add_argument("--out", help="where to save the model's state_dict")

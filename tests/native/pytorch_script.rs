@@ -107,8 +107,7 @@ fn a_runs_pytorch_script_trains_it_again() {
 #[test]
 fn a_runs_name_stays_a_name_in_its_script() {
     let dir = tempfile::tempdir().unwrap();
-    let name =
-        "x\"\"\"\nimport os; os.system('touch pwned')\n\"\"\" \\N{ \\x {{model}}\r\u{2028}end\\";
+    let name = "x %(prog)s 50%\"\"\"\nimport os; os.system('touch pwned')\n\"\"\" \\N{ \\x {{model}}\r\u{2028}end\\";
     let run = dir.path().join(name);
     let script = dir.path().join("out\"\"\"\\N.py");
     succeeds(&[
@@ -165,6 +164,20 @@ fn a_runs_name_stays_a_name_in_its_script() {
     assert_eq!(lines.next(), Some("1"), "{said}");
     let source = std::fs::read_to_string(&script).unwrap();
     assert!(!source.contains("\nimport os;"), "{source}");
+    // Its help names the run as it is named (argparse formats it with %), up to the name's
+    // first line end.
+    let help = Command::new(python())
+        .arg(&script)
+        .arg("--help")
+        .output()
+        .expect("a python with torch and torchvision: scripts/setup.sh pytorch");
+    assert!(
+        help.status.success(),
+        "{}",
+        String::from_utf8_lossy(&help.stderr)
+    );
+    let help = text(&help);
+    assert!(help.contains("The run x %(prog)s 50%\"\"\""), "{help}");
 }
 
 /// Refused in one line, exit 2, nothing written: a folder with no run, and both formats at
