@@ -79,7 +79,8 @@ async function respond(request) {
   // No answer, or an error of the host's: the kept copy. A redirect or a 403 is the host's word.
   const failed = !response || response.status === 404 || response.status >= 500;
   if (kept && failed) {
-    const copy = await (await caches.open(CACHE)).match(url.href);
+    // Looked up by name, not opened: a cache a newer build deleted is not made again, empty.
+    const copy = await caches.match(url.href, { cacheName: CACHE });
     if (copy) return isolated(copy);
   }
   // A file the build does not keep gets the host's answer, whatever it is.
@@ -102,7 +103,7 @@ async function fromHost(request, kept) {
 // `response` with the headers it lacks.
 function isolated(response) {
   // Another origin's, a redirect, an error: nothing to add to.
-  if (response.type !== 'basic' && response.type !== 'default') return response;
+  if (response.type !== 'basic') return response;
   const headers = new Headers(response.headers);
   const missing = Object.entries(HEADERS).filter(([name]) => !headers.has(name));
   if (missing.length === 0) return response;

@@ -980,7 +980,7 @@ test('a new build replaces the old: an older service worker never serves the new
   }
 });
 
-test('a host that answers 503, then 404, for everything: the kept build loads and trains, and a file the build does not keep gets the host\'s answer', { timeout: 300_000 }, async () => {
+test('a host that answers 503, then 404, for everything, then nothing: the kept build loads and trains, and a file the build does not keep gets the host\'s answer', { timeout: 300_000 }, async () => {
   let server = await serveStatic(e2eDist());
   const { port } = server;
   const context = await browser.newContext();
@@ -1016,6 +1016,14 @@ test('a host that answers 503, then 404, for everything: the kept build loads an
       await page.goto(`${server.url}/${query}`);
       await waitReady(page);
     }
+    // A host that takes the page's request and never answers: after 10 s the worker gives up
+    // on it and serves the kept copy.
+    await server.stop();
+    server = await serveStatic(e2eDist(), port, ['--hold', '/', new URL('never', screenshots).pathname]);
+    await page.reload();
+    await waitReady(page);
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), true);
+    assert.ok(server.unfinished().some((path) => path.startsWith('/?')), `held: ${server.unfinished()}`);
   } finally {
     await context.close();
     await server.stop();
@@ -1069,9 +1077,15 @@ test('a run started before the service worker takes over is not interrupted by t
     await waitReady(page);
     assert.equal(await page.evaluate(() => self.crossOriginIsolated), false);
     await page.click('#start');
-    await page.waitForSelector('body[data-state="training"]');
+    // Paused, so that the run is still going when the worker takes over.
+    await page.click('#pause');
+    await page.waitForSelector('body[data-state="paused"]');
     writeFileSync(release, '');
     await until(page, () => navigator.serviceWorker.controller !== null);
+    assert.equal(await page.evaluate(() => document.body.dataset.state), 'paused');
+    assert.equal(loads, 1, 'no reload');
+    // The same button resumes.
+    await page.click('#pause');
     await page.waitForSelector('body[data-state="done"]', { timeout: 240_000 });
     assert.equal(loads, 1, 'no reload');
     assert.match(await page.textContent('#test-accuracy'), /^\d+\.\d\d%$/);
