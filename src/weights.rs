@@ -127,8 +127,8 @@ fn non_finite_values(dtype: Dtype, data: &[u8]) -> usize {
         Dtype::F64 => data
             .chunks_exact(8)
             .filter(|b| {
-                let value = f64::from_le_bytes(b.try_into().unwrap_or_default());
-                !(value.abs() <= f64::from(f32::MAX))
+                let value = f64::from_le_bytes((*b).try_into().unwrap_or_default());
+                value.is_nan() || value.abs() > f64::from(f32::MAX)
             })
             .count(),
         Dtype::F32 => count(4, 0x7f80_0000, 0x7f80_0000),

@@ -7,9 +7,14 @@
 // lasts: it trains on one CPU thread and its backend line says why. A page a worker controls
 // asks the host for a new build at once: the browser's own check after a navigation waits
 // until the page's requests pause.
-const RELOADED = 'webtrain-isolation-reload';
+// Per deployment (its folder): two on one origin share a tab's sessionStorage.
+const RELOADED = `webtrain-isolation-reload ${new URL('./', location.href).pathname}`;
 // The page's phases (its body's data-state, src/page/phase.rs) in which a reload loses nothing.
 const IDLE = ['loading', 'ready'];
+
+// Isolated now: the next page that is not may reload once again. Said before anything else,
+// so that a page left at once (its registration still being checked) leaves no stale mark.
+if (window.crossOriginIsolated) sessionStorage.removeItem(RELOADED);
 
 if ('serviceWorker' in navigator) {
   const reload = () => {
@@ -23,7 +28,7 @@ if ('serviceWorker' in navigator) {
     if (navigator.serviceWorker.controller) {
       registration.update().catch((error) => console.warn(`webtrain: no check for a new build: ${error}`));
     }
-    if (window.crossOriginIsolated) return sessionStorage.removeItem(RELOADED);
+    if (window.crossOriginIsolated) return;
     if (navigator.serviceWorker.controller) return reload();
     navigator.serviceWorker.addEventListener('controllerchange', reload, { once: true });
   }, (error) => console.warn(`webtrain: no service worker, so no offline use: ${error}`));
