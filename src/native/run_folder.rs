@@ -288,6 +288,12 @@ mod tests {
         // Its own checkpoint resumes into it; another run's does not.
         let resumed = RunFolder::for_resumed_run(None, &run.join(CHECKPOINT)).unwrap();
         assert_eq!(resumed.path(), run);
+        // Held while that run writes there: refused to anyone else meanwhile.
+        assert!(matches!(
+            RunFolder::for_resumed_run(None, &run.join(CHECKPOINT)),
+            Err(FilesError::InUse { .. })
+        ));
+        drop(resumed);
         let other = dir.path().join("other");
         RunFolder::for_new_run(Some(other.clone()))
             .unwrap()
