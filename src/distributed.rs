@@ -3,7 +3,7 @@
 //! between them; here its collectives are the loop's [`ProcessGroup`], and the processes check
 //! before the first step that they train the same run.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 
 use mpi::collective::SystemOperation;
 use mpi::environment::Universe;
@@ -15,7 +15,7 @@ use crate::config::settings::SETTINGS;
 use crate::config::{DeviceList, DeviceName, TrainConfig};
 use crate::data::Mnist;
 use crate::device::{BackendKind, TrainDevice};
-use crate::train::group::{ProcessGroup, ReduceCost};
+use crate::train::group::{ProcessGroup, ReduceCost, StepFailure};
 
 #[derive(Debug, Error)]
 pub enum DistributedError {
@@ -54,6 +54,17 @@ pub enum DistributedError {
     OnlyItsTestFiles { rank: usize },
     #[error("rank {rank} could not start (it said why)")]
     RankFailed { rank: usize },
+    #[error(
+        "rank {rank} failed in step {step} (it said why): every process stopped before that \
+         step, and rank 0 wrote the run; go on with: mpirun … webtrain train --distributed mpi \
+         --resume {}",
+        .checkpoint.display()
+    )]
+    StepFailed {
+        rank: usize,
+        step: usize,
+        checkpoint: std::path::PathBuf,
+    },
 }
 
 /// This process's place in the run: MPI's world, kept open while the run lasts.
@@ -62,6 +73,8 @@ pub struct MpiGroup {
     /// Its place among the processes on its machine.
     local_rank: usize,
     cost: Cell<ReduceCost>,
+    /// The step that failed on a process and stopped the run, once one has.
+    failure: RefCell<Option<StepFailure>>,
     /// Closes MPI when the group is dropped: the last thing the process does with it.
     _universe: Universe,
 }
@@ -142,6 +155,7 @@ impl MpiGroup {
             world,
             local_rank,
             cost: Cell::new(ReduceCost::default()),
+            failure: RefCell::new(None),
             _universe: universe,
         })
     }
@@ -150,6 +164,11 @@ impl MpiGroup {
     /// does, rather than leave the others waiting for it.
     pub fn abort(&self, code: i32) -> ! {
         self.world.abort(code)
+    }
+
+    /// Waits until every process has come this far.
+    pub fn barrier(&self) {
+        self.world.barrier();
     }
 
     /// This process's place among those on its machine.
@@ -284,5 +303,13 @@ impl ProcessGroup for MpiGroup {
         cost.seconds += seconds;
         cost.bytes += bytes;
         self.cost.set(cost);
+    }
+
+    fn fail(&self, failure: StepFailure) {
+        self.failure.replace(Some(failure));
+    }
+
+    fn failure(&self) -> Option<StepFailure> {
+        self.failure.borrow().clone()
     }
 }

@@ -121,6 +121,20 @@ pub fn provoked_panic(kind: &str) {
 #[cfg(not(debug_assertions))]
 pub fn provoked_panic(_kind: &str) {}
 
+/// Panics in a thread of the CPU backend's pool inside training step `step` (from 0) where a
+/// test asks for it, natively: `WEBTRAIN_PANIC_IN_STEP=30`, given to one process of a run that
+/// spans several, as a fault of its backend would. Debug builds only.
+#[cfg(debug_assertions)]
+pub fn provoked_panic_at_step(step: usize) {
+    let asked = std::env::var("WEBTRAIN_PANIC_IN_STEP").ok();
+    if asked.and_then(|asked| asked.parse().ok()) == Some(step) {
+        panic_in_cpu_pool();
+    }
+}
+
+#[cfg(not(debug_assertions))]
+pub fn provoked_panic_at_step(_step: usize) {}
+
 /// `work`, or the message it panicked with where a panic unwinds (natively); in the browser a
 /// panic aborts its thread.
 pub async fn catch_panic<F: std::future::Future>(work: F) -> Result<F::Output, String> {

@@ -1,6 +1,7 @@
 //! `webtrain train --distributed mpi`, one of the processes `mpirun` starts: each takes its
-//! share of every batch, rank 0 alone prints and writes the run's folder, and a failure that
-//! is one process's own ends them all (MPI's abort) rather than leave the others waiting.
+//! share of every batch, rank 0 alone prints and writes the run's folder. A step that fails on
+//! one process stops them all before it, rank 0's files written; any other failure that is one
+//! process's own ends them all (MPI's abort) rather than leave the others waiting.
 
 use super::CliError;
 use super::train::TrainArgs;
@@ -11,8 +12,8 @@ use super::train::Distribution;
 use crate::train::ProcessGroup;
 
 #[cfg(not(feature = "mpi"))]
-pub fn run_training(_args: TrainArgs) -> Result<(), CliError> {
-    Err(CliError::NoMpi)
+pub fn run_training(_args: TrainArgs) -> std::process::ExitCode {
+    super::said(Err(CliError::NoMpi))
 }
 
 /// The processes of a benchmark that spans several, or none.
@@ -38,27 +39,42 @@ pub fn join(how: Distribution) -> Result<Option<Rc<dyn ProcessGroup>>, CliError>
 
 #[cfg(feature = "mpi")]
 mod with_mpi {
+    use std::path::{Path, PathBuf};
     use std::rc::Rc;
 
     use super::{CliError, TrainArgs};
-    use std::path::Path;
+    use crate::cli::said;
+    use std::process::ExitCode;
 
     use crate::cli::train::{StartFiles, asked_start, drive_shown, stop_on_interrupt};
     use crate::cli::{own_data, read_limited};
     use crate::config::DeviceList;
     use crate::data::Mnist;
     use crate::device::{BackendChoice, hardware_gpus};
-    use crate::distributed::{Agreement, MpiGroup, devices_for_rank};
+    use crate::distributed::{Agreement, DistributedError, MpiGroup, devices_for_rank};
+    use crate::native::run_folder::CHECKPOINT;
     use crate::session::driver::{Prepared, prepare};
     use crate::train::checkpoint::Checkpoint;
     use crate::train::checkpoint::format::MAX_CHECKPOINT_BYTES;
-    use crate::train::{ProcessGroup, TrainControl};
+    use crate::train::{ProcessGroup, StepFailure, TrainControl};
     use crate::weights::MAX_WEIGHTS_BYTES;
 
-    pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
-        let group = Rc::new(MpiGroup::join()?);
+    /// This process's share of the run, and how it ended: said, and waited for on every
+    /// process, before any ends. mpirun ends the whole job as soon as one process exits with
+    /// other than 0, which would cut another's last words, or its files, short.
+    pub fn run_training(args: TrainArgs) -> ExitCode {
+        let group = match MpiGroup::join() {
+            Ok(group) => Rc::new(group),
+            Err(error) => return said(Err(error.into())),
+        };
+        let ended = said(train(&group, args));
+        group.barrier();
+        ended
+    }
+
+    fn train(group: &Rc<MpiGroup>, args: TrainArgs) -> Result<(), CliError> {
         let rank = group.rank();
-        let ready = shared_start(&group, &args).and_then(|files| get_ready(&args, files, &group));
+        let ready = shared_start(group, &args).and_then(|files| get_ready(&args, files, group));
         if let (Err(error), true) = (&ready, rank != 0) {
             eprintln!("webtrain: rank {rank}: {error}");
         }
@@ -83,17 +99,43 @@ mod with_mpi {
         }
         let prepared = prepared.in_group(group.clone());
         let ended = match rank {
-            0 => drive_shown(&args, prepared),
-            _ => drive_quietly(prepared),
+            0 => drive_shown(&args, prepared).map(Some),
+            _ => drive_quietly(prepared).map(|()| None),
         };
-        match ended {
+        match (ended, group.failure()) {
+            (Ok(written), Some(failure)) => Err(step_failed(rank, failure, written)),
             // Every process ends a run the same way: each was stopped, or diverged, at the
             // same step.
-            Ok(()) | Err(CliError::Interrupted { .. } | CliError::Diverged { .. }) => ended,
-            Err(error) => {
+            (Ok(_), None) => Ok(()),
+            (Err(error @ (CliError::Interrupted { .. } | CliError::Diverged { .. })), _) => {
+                Err(error)
+            }
+            (Err(error), _) => {
                 eprintln!("webtrain: rank {rank}: {error}");
                 group.abort(2)
             }
+        }
+    }
+
+    /// What a process says once a step failed on `failure.rank` and every process stopped
+    /// before it: the one it failed on, why; rank 0, where its run went (`written`).
+    fn step_failed(rank: usize, failure: StepFailure, written: Option<PathBuf>) -> CliError {
+        let StepFailure {
+            rank: failed,
+            step,
+            why,
+        } = failure;
+        if let Some(why) = why {
+            eprintln!("webtrain: rank {rank}: step {} failed: {why}", step + 1);
+        }
+        match written {
+            Some(path) => DistributedError::StepFailed {
+                rank: failed,
+                step: step + 1,
+                checkpoint: path.join(CHECKPOINT),
+            }
+            .into(),
+            None => CliError::SaidByAnotherRank,
         }
     }
 

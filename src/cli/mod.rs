@@ -201,7 +201,7 @@ pub fn main() -> ExitCode {
     };
     let result = match cli.command {
         Command::Train(args) if args.distributed == Distribution::Mpi => {
-            distributed::run_training(args)
+            return distributed::run_training(args);
         }
         Command::Train(args) => train::run_training(args),
         #[cfg(feature = "measure")]
@@ -213,6 +213,11 @@ pub fn main() -> ExitCode {
         Command::Inspect(args) => inspect::run_inspect(args),
         Command::Ui(args) => ui::run(args),
     };
+    said(result)
+}
+
+/// How a command ended, said: its error's message, and the process's exit status.
+fn said(result: Result<(), CliError>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         #[cfg(feature = "mpi")]

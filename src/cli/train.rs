@@ -57,12 +57,12 @@ pub fn run_training(args: TrainArgs) -> Result<(), CliError> {
     let data = own_data::load(&args.run.setup, &config)?;
     let backend = args.run.setup.backend;
     let prepared = pollster::block_on(prepare(&config, start, data, backend))?;
-    drive_shown(&args, prepared)
+    drive_shown(&args, prepared).map(drop)
 }
 
 /// Trains `prepared` as the terminal shows it: its progress and log, its folder written, and
 /// how it ended.
-pub(super) fn drive_shown(args: &TrainArgs, prepared: Prepared) -> Result<(), CliError> {
+pub(super) fn drive_shown(args: &TrainArgs, prepared: Prepared) -> Result<PathBuf, CliError> {
     let config = prepared.config().clone();
     let position = prepared.resumed_at();
     let train_len = prepared.train_len();
@@ -87,7 +87,7 @@ pub(super) fn drive_shown(args: &TrainArgs, prepared: Prepared) -> Result<(), Cl
     let interrupted = interrupted.load(Ordering::SeqCst);
     end(driven, shown, interrupted, &path)?;
     println!("Wrote {}", path.display());
-    Ok(())
+    Ok(path)
 }
 
 /// The files a run starts from, read: the checkpoint it resumes, and the weights it starts

@@ -197,14 +197,18 @@ struct State {
     warming: Option<WarmUp>,
 }
 
-/// The engine held busy while a run or the range test gets ready: free again when this is
-/// dropped, however that comes (a panic on the way too, where one unwinds).
-struct Starting<'a>(&'a RefCell<State>);
+/// The engine held busy while a run or the range test gets ready, or while a run trains: free
+/// again when this is dropped, however that comes (a panic on the way too, where one unwinds).
+struct Busy<'a> {
+    state: &'a RefCell<State>,
+    /// Empties what holds the engine busy.
+    free: fn(&mut State),
+}
 
-impl Drop for Starting<'_> {
+impl Drop for Busy<'_> {
     fn drop(&mut self) {
-        if let Ok(mut state) = self.0.try_borrow_mut() {
-            state.starting = None;
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            (self.free)(&mut state);
         }
     }
 }

@@ -10,7 +10,7 @@ use super::driver::{Driven, Ended, RunData, RunStart, prepare};
 use super::protocol::{
     Followed, Payload, RunEnded, RunFiles, Train, WarmUp as WarmUpRequest, WarmedUp,
 };
-use super::{Host, Model, Session, SessionError, Starting};
+use super::{Busy, Host, Model, Session, SessionError};
 use crate::config::{ModelKind, TrainConfig};
 use crate::device::{BackendKind, select_device};
 use crate::model::Net;
@@ -66,9 +66,21 @@ impl WarmUp {
 impl<H: Host> Session<H> {
     /// Busy from here, with `control` for a pause or stop asked meanwhile, until the value
     /// returned is dropped.
-    pub(super) fn hold_starting(&self, control: TrainControl) -> Starting<'_> {
+    pub(super) fn hold_starting(&self, control: TrainControl) -> Busy<'_> {
         self.state.borrow_mut().starting = Some(control);
-        Starting(&self.state)
+        Busy {
+            state: &self.state,
+            free: |state| state.starting = None,
+        }
+    }
+
+    /// Busy with `run` from here until the value returned is dropped.
+    fn hold_run(&self, run: Run) -> Busy<'_> {
+        self.state.borrow_mut().run = Some(run);
+        Busy {
+            state: &self.state,
+            free: |state| state.run = None,
+        }
     }
 
     pub(super) fn busy(&self) -> bool {
@@ -132,7 +144,7 @@ impl<H: Host> Session<H> {
         .await;
         drop(starting);
         let (prepared, record) = prepared?;
-        self.state.borrow_mut().run = Some(Run {
+        let running = self.hold_run(Run {
             control: control.clone(),
             config: config.clone(),
             device: prepared.devices.to_string(),
@@ -151,6 +163,7 @@ impl<H: Host> Session<H> {
         let Driven { ended, files } = prepared.drive(record, &control, on_event).await;
         let ended = ended.and_then(|ended| self.keep(ended, config.model, files));
         let followers = self.state.borrow_mut().run.take().map(|run| run.followers);
+        drop(running);
         for end in followers.into_iter().flatten().filter_map(|f| f.end) {
             let _ = end.send(ended.as_ref().map_err(ToString::to_string).cloned());
         }
@@ -165,6 +178,7 @@ impl<H: Host> Session<H> {
         kind: ModelKind,
         files: Option<RunFiles>,
     ) -> Result<RunEnded, SessionError> {
+        provoked_panic("Train");
         let Ended {
             net,
             outcome,

@@ -32,6 +32,25 @@ pub trait ProcessGroup {
     fn cost(&self) -> ReduceCost {
         ReduceCost::default()
     }
+    /// Keeps `failure`: a step failed on a process, and every process stopped before it.
+    fn fail(&self, _failure: StepFailure) {}
+    /// The failed step that stopped the run, if one did.
+    fn failure(&self) -> Option<StepFailure> {
+        None
+    }
+}
+
+/// A step that failed on one process (a panic in its forward or backward pass: a fault of its
+/// device or backend). Every process stops before that step, as if asked to, so that rank 0
+/// writes the run's files, and then says so.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StepFailure {
+    /// The first process it failed on.
+    pub rank: usize,
+    /// The step that failed, from 0: the run stands before it.
+    pub step: usize,
+    /// Why, on the process it failed on; none on the others.
+    pub why: Option<String>,
 }
 
 /// What the steps' sums over the processes cost, added up.
@@ -142,18 +161,29 @@ impl ModuleVisitor for Unflatten<'_> {
     }
 }
 
-/// One step's gradients and figures summed over `group`, and whether any process asked to
-/// stop: the gradients of the whole batch, its figures (per-sample losses and hits, [rows,
-/// classes]) in the batch's order (this process's `figures` sit at `at` in a batch of
-/// `batch`), on every process alike.
+/// What a step's sum over the processes gives every process alike.
+pub(crate) struct Summed {
+    /// The gradients of the whole batch.
+    pub(crate) grads: GradientsParams,
+    /// The batch's per-sample losses and hits, [rows, classes], in the batch's order.
+    pub(crate) figures: [Tensor<2>; 2],
+    /// Whether any process was asked to stop.
+    pub(crate) stop: bool,
+    /// The first process whose step failed, if one did: the sums then mean nothing.
+    pub(crate) failed: Option<usize>,
+}
+
+/// One step's gradients and figures summed over `group`, whether any process asked to stop,
+/// and whether its step failed on any (`failed` on this one: its gradients and figures are
+/// none). This process's `figures` sit at `at` in a batch of `batch`.
 pub(crate) fn sum_step(
     group: &dyn ProcessGroup,
     model: &Net,
     mut grads: GradientsParams,
     figures: Option<[Tensor<2>; 2]>,
     (at, batch): (Range<usize>, usize),
-    stop: bool,
-) -> (GradientsParams, [Tensor<2>; 2], bool) {
+    (stop, failed): (bool, bool),
+) -> Summed {
     let started = web_time::Instant::now();
     let mut flat = Flatten {
         grads: &mut grads,
@@ -178,6 +208,10 @@ pub(crate) fn sum_step(
         values.extend(rows);
     }
     values.push(f32::from(u8::from(stop)));
+    // One place a process, where it says whether its step failed: the sum names the first.
+    let mut failures = vec![0.0; group.size()];
+    failures[group.rank()] = f32::from(u8::from(failed));
+    values.extend(failures);
     group.sum(&mut values);
     let mut back = Unflatten {
         values: &values[..gradients],
@@ -190,13 +224,18 @@ pub(crate) fn sum_step(
         let rows = values[from..from + batch * CLASSES].to_vec();
         Tensor::from_data(TensorData::new(rows, [batch, CLASSES]), &device)
     };
-    let summed = [figure(0), figure(1)];
-    let stop = values[values.len() - 1] > 0.0;
+    let flags = &values[gradients + 2 * batch * CLASSES..];
+    let summed = Summed {
+        grads: back.grads,
+        figures: [figure(0), figure(1)],
+        stop: flags[0] > 0.0,
+        failed: flags[1..].iter().position(|&failed| failed > 0.0),
+    };
     group.record(
         started.elapsed().as_secs_f64(),
         values.len() * size_of::<f32>(),
     );
-    (back.grads, summed, stop)
+    summed
 }
 
 /// Checks, at `epoch`'s end, that every process holds the same weights: they step the same

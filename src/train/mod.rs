@@ -34,7 +34,7 @@ pub use control::TrainControl;
 pub use error::TrainError;
 pub use evaluate::{evaluate, evaluate_range};
 pub use events::{Divergence, EpochReport, MemoryReport, Outcome, StepReport, TrainEvent};
-pub use group::{Placement, ProcessGroup};
+pub use group::{Placement, ProcessGroup, StepFailure};
 
 /// The model after a run, whichever way the run ended; after a divergence, the last weights
 /// whose loss was finite, so they can still be saved. With early stopping on, the best epoch's

@@ -62,7 +62,7 @@ const LEARNING_EVERY: usize = 10;
 /// What a step leaves the loop to do.
 enum Next {
     Train(Net),
-    /// A process of the run was asked to stop: all stop after the same step.
+    /// A process of the run was asked to stop, or its step failed: all stop at the same step.
     Stop(Net),
     End(Result<Trained, TrainError>),
 }
@@ -215,6 +215,10 @@ impl<'a> RunLoop<'a> {
         }
         let at = (self.position.step, indices);
         let stepped = (self.stepper).step_watched(model, &mut self.optim, rates, at, stop, watched);
+        if stepped.failed {
+            // No process took the step: the run stands before it.
+            return Ok(Next::Stop(stepped.model));
+        }
         let (model, stats, stop) = (stepped.model, stepped.stats, stepped.stop);
         self.position.step += 1;
         let probe = stepped

@@ -14,7 +14,8 @@ use crate::data::batcher::{MnistBatch, MnistBatcher};
 use crate::data::resident::ResidentSplit;
 use crate::model::CLASSES;
 use crate::model::{Net, channels_last_memory};
-use crate::train::group::{Placement, shard_ranges, sum_step};
+use crate::platform::{self, panic_message};
+use crate::train::group::{Placement, StepFailure, shard_ranges, sum_step};
 use crate::train::optimizer::{Optimizer, Rates};
 
 /// Takes training steps on samples of one split: each batch split into a shard per device,
@@ -73,6 +74,8 @@ pub(super) struct Stepped {
     pub(super) stats: StepStats,
     /// Whether any process of the run was asked to stop.
     pub(super) stop: bool,
+    /// Whether the step failed on a process of the run: none took it, `model` is as before.
+    pub(super) failed: bool,
     /// Each layer's gradient, when asked for.
     pub(super) gradients: Option<[Option<Tensor<1>>; 4]>,
 }
@@ -223,24 +226,67 @@ impl<'a> Stepper<'a> {
         watched: bool,
     ) -> Stepped {
         let share = self.placement.share(indices.len());
-        let (grads, stats) = self.gradients(&model, step, indices, share.clone());
-        let (grads, stats, stop) = match (self.placement.group, stats) {
-            (Some(group), stats) => {
-                let at = (share, indices.len());
-                let figures = stats.map(|stats| [stats.losses, stats.right]);
-                let (grads, [losses, right], stop) =
-                    sum_step(group, &model, grads, figures, at, stop);
-                (grads, StepStats { losses, right }, stop)
-            }
-            (None, Some(stats)) => (grads, stats, stop),
-            (None, None) => unreachable!("a process alone takes the whole batch"),
+        let Some(group) = self.placement.group else {
+            let (grads, stats) = self.gradients(&model, step, indices, share);
+            let stats = stats.expect("a process alone takes the whole batch");
+            return self.update(model, optimizer, rates, (grads, stats), stop, watched);
         };
+        // A fault here, on this process alone, must not leave the others waiting in the sum:
+        // it says so there, and every process stops before this step.
+        let computed = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            platform::provoked_panic_at_step(step);
+            self.gradients(&model, step, indices, share.clone())
+        }));
+        let (grads, stats, why) = match computed {
+            Ok((grads, stats)) => (grads, stats, None),
+            Err(panic) => (
+                GradientsParams::new(),
+                None,
+                Some(panic_message(panic.as_ref())),
+            ),
+        };
+        let figures = stats.map(|stats| [stats.losses, stats.right]);
+        let at = (share, indices.len());
+        let summed = sum_step(group, &model, grads, figures, at, (stop, why.is_some()));
+        let [losses, right] = summed.figures;
+        let stats = StepStats { losses, right };
+        if let Some(rank) = summed.failed {
+            group.fail(StepFailure { rank, step, why });
+            return Stepped {
+                model,
+                stats,
+                stop: true,
+                failed: true,
+                gradients: None,
+            };
+        }
+        self.update(
+            model,
+            optimizer,
+            rates,
+            (summed.grads, stats),
+            summed.stop,
+            watched,
+        )
+    }
+
+    /// `model` updated by `grads`, and the step's figures.
+    fn update(
+        &self,
+        model: Net,
+        optimizer: &mut Optimizer,
+        rates: Rates,
+        (grads, stats): (GradientsParams, StepStats),
+        stop: bool,
+        watched: bool,
+    ) -> Stepped {
         let gradients = watched.then(|| model.layer_gradients(&grads));
         let model = optimizer.step(rates, model, grads);
         Stepped {
             model,
             stats,
             stop,
+            failed: false,
             gradients,
         }
     }

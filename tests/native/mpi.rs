@@ -413,3 +413,40 @@ fn ctrl_c_on_mpirun_writes_rank_0s_files() {
     let checkpoint = webtrain::train::checkpoint::Checkpoint::from_bytes(&checkpoint).unwrap();
     assert!(checkpoint.position.step > 0);
 }
+
+/// A step that fails on one process (a panic in its backend's pool) stops every process
+/// before that step, whichever rank it failed on: rank 0 writes the run, its checkpoint where
+/// the run stands, and the job ends naming the rank and the step.
+#[test]
+fn a_step_that_fails_on_one_rank_stops_them_all_with_rank_0s_files_written() {
+    for failing in [1, 0] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let args = [fifty_steps(&out), vec!["--distributed", "mpi"]].concat();
+        let fault = ["WEBTRAIN_PANIC_IN_STEP=30"];
+        let ranks: Vec<(&[&str], Vec<&str>)> = (0..2)
+            .map(|rank| match rank == failing {
+                true => (&fault[..], args.clone()),
+                false => (&[][..], args.clone()),
+            })
+            .collect();
+        let output = mpirun_with(&ranks).output().unwrap();
+        let stderr = text(&output.stderr);
+        assert!(!output.status.success(), "{stderr}");
+        let said = format!(
+            "rank {failing}: step 31 failed: a panic provoked in a thread of the CPU backend's pool"
+        );
+        assert!(stderr.contains(&said), "{stderr}");
+        let ended = format!("rank {failing} failed in step 31 (it said why)");
+        assert!(stderr.contains(&ended), "{stderr}");
+        // Thirty steps logged, one a step, and no more.
+        assert_eq!(losses(&output).len(), 30, "{}", text(&output.stdout));
+        let metrics: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(out.join("metrics.json")).unwrap()).unwrap();
+        assert_eq!(metrics["outcome"], "stopped");
+        let checkpoint = std::fs::read(out.join("checkpoint.safetensors")).unwrap();
+        let checkpoint = webtrain::train::checkpoint::Checkpoint::from_bytes(&checkpoint).unwrap();
+        assert_eq!(checkpoint.position.step, 30);
+        assert!(!weights(&out).is_empty());
+    }
+}

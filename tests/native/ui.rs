@@ -510,6 +510,29 @@ async fn a_panic_in_a_request_ends_that_request_and_nothing_else() {
     }
 }
 
+/// A panic as a run's end is answered (after its files are written) leaves the engine free:
+/// a second run starts rather than finding it busy.
+#[tokio::test]
+async fn a_panic_as_a_run_ends_leaves_the_engine_free() {
+    let server = Server::start_with(&[("WEBTRAIN_PANIC_IN_REQUEST", "Train")]);
+    let mut page = server.connect().await;
+    page.ask(Download {}).await.answer();
+    for _ in 0..2 {
+        let why = page.failure(small_run(128)).await;
+        assert!(why.contains("a panic provoked in a Train request"), "{why}");
+    }
+    let folders: Vec<PathBuf> = std::fs::read_dir(server.out.path())
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    assert_eq!(folders.len(), 2, "{folders:?}");
+    for folder in &folders {
+        for file in ["metrics.json", "model.safetensors"] {
+            assert!(folder.join(file).is_file(), "{folder:?} has no {file}");
+        }
+    }
+}
+
 #[tokio::test]
 async fn bad_and_oversized_messages_get_errors_and_end_no_run() {
     let server = Server::start();
