@@ -34,8 +34,8 @@ pub enum DistributedError {
     OtherBuild { rank: usize },
     #[error(
         "rank {rank} computes on another device than rank 0 ({rank0}), and processes that \
-         compute differently part ways: give every process the same --backend (the CPU, or the \
-         same kind of GPU)"
+         compute differently part ways: every process must compute on the same kind of device \
+         (the same kind of GPU, or CPUs with the same vectors), by its --backend and --devices"
     )]
     OtherDevice { rank: usize, rank0: String },
     #[error(
@@ -131,16 +131,39 @@ fn build() -> String {
     version
 }
 
-/// What does a process's arithmetic: the CPU, or a GPU by its adapter, whichever of the
-/// machine's GPUs it is (`gpu:1, X` computes as `gpu:0, X` does).
+/// What does a process's arithmetic: the CPU by the vectors its kernels use, or a GPU by its
+/// adapter, whichever of the machine's GPUs it is (`gpu:1, X` computes as `gpu:0, X` does).
 fn arithmetic(device: &TrainDevice) -> String {
     match device.kind {
-        BackendKind::Cpu => "the CPU".to_string(),
+        BackendKind::Cpu => format!("the CPU, {}", cpu_vectors()),
         BackendKind::Gpu => match device.adapter.split_once(", ") {
             Some((index, adapter)) if index.starts_with("gpu:") => adapter.to_string(),
             _ => device.adapter.clone(),
         },
     }
+}
+
+/// The widest vectors the CPU backend's kernels choose on this CPU, as they choose at run time:
+/// a matrix product on AVX-512 adds in another order than on AVX2, so processes on CPUs that
+/// differ in it would part a little at every step.
+fn cpu_vectors() -> String {
+    // A CPU that says it is another: what the tests provoke, in debug builds only.
+    #[cfg(debug_assertions)]
+    if let Ok(pretended) = std::env::var("WEBTRAIN_PRETEND_CPU") {
+        return pretended;
+    }
+    #[cfg(target_arch = "x86_64")]
+    let vectors = match (
+        std::arch::is_x86_feature_detected!("avx512f"),
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
+    ) {
+        (true, _) => "x86-64 with AVX-512".to_string(),
+        (false, true) => "x86-64 with AVX2".to_string(),
+        (false, false) => "x86-64 with SSE".to_string(),
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let vectors = std::env::consts::ARCH.to_string();
+    vectors
 }
 
 impl MpiGroup {
