@@ -689,7 +689,7 @@ test('one run at a time: a double click starts one run, and the worker refuses a
 // `unfinished()` those tests/e2e/host.py began and has not finished answering.
 async function startServer(command, fixedPort) {
   const { spawn } = await import('node:child_process');
-  const { createServer } = await import('node:net');
+  const { connect, createServer } = await import('node:net');
   // A port free now: another server on it would be the one this test drives.
   const port = fixedPort ?? await new Promise((resolve) => {
     const probe = createServer().listen(0, '127.0.0.1', () => {
@@ -702,10 +702,15 @@ async function startServer(command, fixedPort) {
   let log = '';
   server.stderr.on('data', (chunk) => { log += chunk; });
   const url = `http://127.0.0.1:${port}`;
+  // Listening, by a connection that asks nothing: a request could be one the server holds.
+  const listening = () => new Promise((resolve, reject) => {
+    const socket = connect(port, '127.0.0.1', () => socket.end(resolve));
+    socket.once('error', reject);
+  });
   for (let tries = 0; ; tries++) {
     if (server.exitCode !== null) throw new Error(`${program} exited with ${server.exitCode}: ${log}`);
     try {
-      await fetch(`${url}/`);
+      await listening();
       break;
     } catch (error) {
       if (tries > 50) throw error;
@@ -980,7 +985,7 @@ test('a new build replaces the old: an older service worker never serves the new
   }
 });
 
-test('a host that answers 503, then 404, for everything: the kept build loads and trains, and a file the build does not keep gets the host\'s answer', { timeout: 300_000 }, async () => {
+test('a host that answers 503, then 404, for everything, then nothing: the kept build loads and trains, and a file the build does not keep gets the host\'s answer', { timeout: 300_000 }, async () => {
   let server = await serveStatic(e2eDist());
   const { port } = server;
   const context = await browser.newContext();
@@ -1016,6 +1021,14 @@ test('a host that answers 503, then 404, for everything: the kept build loads an
       await page.goto(`${server.url}/${query}`);
       await waitReady(page);
     }
+    // A host that takes the page's request and never answers: after 10 s the worker gives up
+    // on it and serves the kept copy.
+    await server.stop();
+    server = await serveStatic(e2eDist(), port, ['--hold', '/', new URL('never', screenshots).pathname]);
+    await page.reload();
+    await waitReady(page);
+    assert.equal(await page.evaluate(() => self.crossOriginIsolated), true);
+    assert.ok(server.unfinished().some((path) => path.startsWith('/?')), `held: ${server.unfinished()}`);
   } finally {
     await context.close();
     await server.stop();
