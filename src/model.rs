@@ -1,6 +1,6 @@
 //! The two classic MNIST CNNs, initialised as PyTorch initialises them.
 
-use burn::module::{ModuleMapper, Param};
+use burn::module::Param;
 use burn::nn::pool::{MaxPool2d, MaxPool2dConfig};
 use burn::nn::{Initializer, Linear, LinearConfig};
 use burn::prelude::*;
@@ -13,8 +13,10 @@ use rand::{RngExt, SeedableRng};
 use crate::config::ModelKind;
 
 mod layers;
+mod named;
 
 pub use layers::{LAYERS, LayerOutputs};
+pub(crate) use named::{MapNamed, VisitNamed, map_named, visit_named};
 
 /// conv(1,c1,5)-maxpool2-conv(c1,c2,5)-maxpool2-fc(16·c2,hidden)-fc(hidden,10), ReLU after each
 /// conv and after fc1.
@@ -122,7 +124,7 @@ impl NetConfig {
             fc1: init.linear(flat, self.hidden, device),
             fc2: init.linear(self.hidden, self.classes, device),
         };
-        net.map(&mut Relayout::new(Layout::Ours))
+        relayout(net, Layout::Ours)
     }
 }
 
@@ -183,40 +185,23 @@ pub(crate) fn pytorch_layout<const D: usize>(
 }
 
 /// Puts a model's parameters in one layout from the other ([`pytorch_layout`]).
-pub(crate) struct Relayout {
-    to: Layout,
-    path: Vec<String>,
+pub(crate) fn relayout(net: Net, to: Layout) -> Net {
+    map_named(net, &mut Relayout(to))
 }
 
-impl Relayout {
-    pub(crate) fn new(to: Layout) -> Self {
-        Self {
-            to,
-            path: Vec::new(),
-        }
-    }
-}
+struct Relayout(Layout);
 
-impl ModuleMapper for Relayout {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let name = self.path.join(".");
+impl MapNamed for Relayout {
+    fn map<const D: usize>(&mut self, name: &str, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         param.map(|tensor| {
             let dims = tensor.dims();
             match tensor.is_require_grad() {
                 // Still a leaf of the autodiff graph, not the result of a permute.
                 true => {
-                    let inner = pytorch_layout(&name, tensor.inner(), &dims, self.to);
+                    let inner = pytorch_layout(name, tensor.inner(), &dims, self.0);
                     Tensor::from_inner(inner).require_grad()
                 }
-                false => pytorch_layout(&name, tensor, &dims, self.to),
+                false => pytorch_layout(name, tensor, &dims, self.0),
             }
         })
     }

@@ -9,7 +9,7 @@ use safetensors::{Dtype, SafeTensors};
 use thiserror::Error;
 
 use crate::config::{ModelKind, TrainConfig};
-use crate::model::{Layout, Net, NetConfig, Relayout};
+use crate::model::{Layout, Net, NetConfig, relayout};
 use crate::train::checkpoint::{CheckpointError, model_from_weights, read_weights};
 
 /// A lenet's weights take 1.7 MB; a file this large is not a LeNet's, and is not read.
@@ -44,7 +44,7 @@ fn one_line(message: impl ToString) -> String {
 /// The model's weights as a `.safetensors` file, under PyTorch's names and layouts.
 pub fn to_safetensors(model: &Net) -> Result<Vec<u8>, WeightsError> {
     let mut store = SafetensorsStore::from_bytes(None).with_to_adapter(BurnToPyTorchAdapter);
-    let model = model.clone().map(&mut Relayout::new(Layout::Pytorch));
+    let model = relayout(model.clone(), Layout::Pytorch);
     model
         .save_into(&mut store)
         .map_err(|e| WeightsError::Save(one_line(e)))?;
@@ -92,7 +92,7 @@ pub fn from_safetensors(
     }
     match non_finite {
         Some((tensor, count)) => Err(WeightsError::NotFinite { tensor, count }),
-        None => Ok(net.map(&mut Relayout::new(Layout::Ours))),
+        None => Ok(relayout(net, Layout::Ours)),
     }
 }
 

@@ -5,12 +5,12 @@
 
 use std::collections::BTreeMap;
 
-use burn::module::{Module, ModuleMapper, Param};
+use burn::module::{Module, Param};
 use burn::optim::GradientsParams;
 use burn::prelude::*;
 
 use crate::config::{Freeze, OptimizerKind, ScheduleKind, TrainConfig};
-use crate::model::channels_last_memory;
+use crate::model::{MapNamed, channels_last_memory, map_named};
 
 /// PyTorch's Adam defaults.
 pub const ADAM_BETAS: (f64, f64) = (0.9, 0.999);
@@ -116,12 +116,14 @@ impl Optimizer {
     /// frozen.
     pub fn step<M: Module>(&mut self, rates: Rates, module: M, mut grads: GradientsParams) -> M {
         self.steps += 1;
-        module.map(&mut StepMapper {
-            optimizer: self,
-            grads: &mut grads,
-            rates,
-            path: Vec::new(),
-        })
+        map_named(
+            module,
+            &mut StepMapper {
+                optimizer: self,
+                grads: &mut grads,
+                rates,
+            },
+        )
     }
 
     /// The new weight of one parameter, on the inner (non-autodiff) backend.
@@ -207,31 +209,21 @@ struct StepMapper<'a> {
     optimizer: &'a mut Optimizer,
     grads: &'a mut GradientsParams,
     rates: Rates,
-    path: Vec<String>,
 }
 
-impl ModuleMapper for StepMapper<'_> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+impl MapNamed for StepMapper<'_> {
+    fn map<const D: usize>(&mut self, name: &str, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let (id, tensor, mapper) = param.consume();
         let Some(grad) = self.grads.remove::<D>(id) else {
             return Param::from_mapped_value(id, tensor, mapper);
         };
-        let path = self.path.join(".");
-        if self.optimizer.frozen(&path) {
+        if self.optimizer.frozen(name) {
             return Param::from_mapped_value(id, tensor, mapper);
         }
         let require_grad = tensor.is_require_grad();
         let weight = self
             .optimizer
-            .update(path, tensor.inner(), grad, self.rates);
+            .update(name.to_string(), tensor.inner(), grad, self.rates);
         let mut tensor = Tensor::from_inner(weight);
         if require_grad {
             tensor = tensor.require_grad();

@@ -9,14 +9,16 @@ pub mod format;
 
 use std::collections::{BTreeMap, HashMap};
 
-use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
+use burn::module::Param;
 use burn::prelude::*;
 use burn::tensor::{ExecutionError, TensorData, Transaction};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::config::{ConfigError, OptimizerKind, TrainConfig};
-use crate::model::{Layout, Net, NetConfig, pytorch_layout};
+use crate::model::{
+    Layout, MapNamed, Net, NetConfig, VisitNamed, map_named, pytorch_layout, visit_named,
+};
 use crate::train::early_stop::EarlyStopState;
 use crate::train::optimizer::{Optimizer, buffer_from_flat, flat_buffer};
 
@@ -136,25 +138,15 @@ pub struct Checkpoint {
 /// Every float parameter of a module with its path, flattened, and its shape.
 #[derive(Default)]
 struct Parameters {
-    path: Vec<String>,
     found: Vec<(String, Tensor<1>, Vec<usize>)>,
 }
 
-impl ModuleVisitor for Parameters {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn visit_float<const D: usize>(&mut self, param: &Param<Tensor<D>>) {
-        let name = self.path.join(".");
+impl VisitNamed for Parameters {
+    fn visit<const D: usize>(&mut self, name: &str, param: &Param<Tensor<D>>) {
         let dims = param.dims().to_vec();
-        let tensor = pytorch_layout(&name, param.val(), &dims, Layout::Pytorch);
+        let tensor = pytorch_layout(name, param.val(), &dims, Layout::Pytorch);
         let flat = tensor.reshape([dims.iter().product::<usize>()]);
-        self.found.push((name, flat, dims));
+        self.found.push((name.to_string(), flat, dims));
     }
 }
 
@@ -189,7 +181,7 @@ async fn read_all(
 /// Every parameter of `model` by path and flat, in PyTorch's layout, with its shape.
 fn parameters(model: &Net) -> Vec<(String, Tensor<1>, Vec<usize>)> {
     let mut parameters = Parameters::default();
-    model.visit(&mut parameters);
+    visit_named(model, &mut parameters);
     parameters.found
 }
 
@@ -211,13 +203,11 @@ pub fn model_from_weights(
     let mut assign = AssignWeights {
         weights,
         device,
-        path: Vec::new(),
         used: Vec::new(),
         error: None,
     };
-    let model = NetConfig::from(config.model)
-        .init(device, config.seed)
-        .map(&mut assign);
+    let model = NetConfig::from(config.model).init(device, config.seed);
+    let model = map_named(model, &mut assign);
     if let Some(error) = assign.error {
         return Err(error);
     }
@@ -401,24 +391,14 @@ impl Checkpoint {
 struct AssignWeights<'a> {
     weights: &'a BTreeMap<String, TensorData>,
     device: &'a Device,
-    path: Vec<String>,
     used: Vec<String>,
     error: Option<CheckpointError>,
 }
 
-impl ModuleMapper for AssignWeights<'_> {
-    fn enter_module(&mut self, name: &str, _container_type: &str) {
-        self.path.push(name.to_string());
-    }
-
-    fn exit_module(&mut self, _name: &str, _container_type: &str) {
-        self.path.pop();
-    }
-
-    fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let name = self.path.join(".");
+impl MapNamed for AssignWeights<'_> {
+    fn map<const D: usize>(&mut self, name: &str, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let expected = param.dims().to_vec();
-        let found = match self.weights.get(&name) {
+        let found = match self.weights.get(name) {
             Some(data) if data.shape().as_slice() == expected.as_slice() => data,
             Some(data) => {
                 self.error.get_or_insert(CheckpointError::Shape {
@@ -435,8 +415,8 @@ impl ModuleMapper for AssignWeights<'_> {
             }
         };
         let tensor = Tensor::from_data(found.clone(), self.device);
-        let tensor = pytorch_layout(&name, tensor, &expected, Layout::Ours);
-        self.used.push(name);
+        let tensor = pytorch_layout(name, tensor, &expected, Layout::Ours);
+        self.used.push(name.to_string());
         let (id, _, mapper) = param.consume();
         Param::from_mapped_value(id, tensor, mapper)
     }
