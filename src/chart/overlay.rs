@@ -125,6 +125,39 @@ fn loss_legend(run: &RunMetrics, color: RGBColor, smoothing: f64) -> Vec<LegendR
 pub type Drawn<DB> =
     Result<Vec<Vec<(f64, f64)>>, DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>>;
 
+/// What the loss and the accuracy charts have in common around their plotting area.
+struct Frame {
+    caption: &'static str,
+    /// The width of the left axis's labels.
+    left: u32,
+    /// Whether a right axis is drawn (the learning rate's).
+    right: bool,
+}
+
+type Chart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>;
+
+impl Frame {
+    /// The chart on `area` over `x` and `y`, captioned, its axes' label areas made.
+    fn build<'a, DB: DrawingBackend>(
+        &self,
+        area: &'a DrawingArea<DB, Shift>,
+        theme: &ChartTheme,
+        x: std::ops::Range<f64>,
+        y: std::ops::Range<f64>,
+    ) -> Result<Chart<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
+        let mut builder = ChartBuilder::on(area);
+        builder
+            .caption(self.caption, theme.font(18))
+            .margin(10)
+            .x_label_area_size(35)
+            .y_label_area_size(self.left);
+        if self.right {
+            builder.right_y_label_area_size(60);
+        }
+        builder.build_cartesian_2d(x, y)
+    }
+}
+
 /// Past this many series a chart leaves out what would only crowd it, and cost a long draw:
 /// the faint raw curves under smoothed ones, and the test accuracy's dots.
 const DETAILED_SERIES: usize = 12;
@@ -133,7 +166,7 @@ const DETAILED_SERIES: usize = 12;
 /// it; a band between the smoothed lowest and highest where it stands for several runs.
 /// Returns the line.
 fn draw_curve<DB: DrawingBackend>(
-    chart: &mut ChartContext<'_, DB, Cartesian2d<RangedCoordf64, RangedCoordf64>>,
+    chart: &mut Chart<'_, DB>,
     curve: &Curve,
     (runs, color): (usize, RGBColor),
     smoothing: f64,
@@ -227,36 +260,24 @@ pub fn draw_loss<DB: DrawingBackend>(
     let run = alone(series);
     let rates = run.map_or_else(Vec::new, |run| learning_rates(run, axis));
     let extent = x_extent(series, axis, &all);
-    let mut builder = ChartBuilder::on(area);
-    builder
-        .caption("Training loss", theme.font(18))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(55);
-    if !rates.is_empty() {
-        builder.right_y_label_area_size(60);
-    }
-    let mut chart = builder.build_cartesian_2d(0.0..extent, bottom..top)?;
+    let frame = Frame {
+        caption: "Training loss",
+        left: 55,
+        right: !rates.is_empty(),
+    };
+    let mut chart = frame.build(area, theme, 0.0..extent, bottom..top)?;
     let log = options.log_loss;
     // Enough decimals that no two labels read the same, on the short axis of a run not begun.
     let decimals = if top - bottom < 1.0 { 2 } else { 1 };
-    chart
-        .configure_mesh()
-        .x_desc(axis_name(axis))
-        .y_desc(match log {
-            true => "cross-entropy (log scale)",
-            false => "cross-entropy",
-        })
-        .y_label_formatter(&|y| match log {
-            true => power_of_ten(*y),
-            false => format!("{y:.decimals$}"),
-        })
-        .axis_style(theme.text)
-        .bold_line_style(theme.grid)
-        .light_line_style(TRANSPARENT)
-        .label_style(theme.font(13))
-        .axis_desc_style(theme.font(14))
-        .draw()?;
+    let y_desc = match log {
+        true => "cross-entropy (log scale)",
+        false => "cross-entropy",
+    };
+    let y_labels = |y: &f64| match log {
+        true => power_of_ten(*y),
+        false => format!("{y:.decimals$}"),
+    };
+    theme.mesh_labelled(&mut chart, axis_name(axis), y_desc, Some(&y_labels))?;
     let smoothing = options.smoothing();
     let detailed = series.len() <= DETAILED_SERIES;
     let mut lines = Vec::new();
@@ -332,12 +353,12 @@ pub fn draw_accuracy<DB: DrawingBackend>(
         .fold(90.0, f64::min);
     let low = (lowest / 10.0).floor().max(0.0) * 10.0;
     let all: Vec<Vec<(f64, f64)>> = training.iter().chain(&test).flatten().cloned().collect();
-    let mut chart = ChartBuilder::on(area)
-        .caption("Accuracy", theme.font(18))
-        .margin(10)
-        .x_label_area_size(35)
-        .y_label_area_size(50)
-        .build_cartesian_2d(0.0..x_extent(series, axis, &all), low..100.0)?;
+    let frame = Frame {
+        caption: "Accuracy",
+        left: 50,
+        right: false,
+    };
+    let mut chart = frame.build(area, theme, 0.0..x_extent(series, axis, &all), low..100.0)?;
     let run = alone(series);
     let y = match run {
         Some(_) => "%",

@@ -46,17 +46,35 @@ impl ChartTheme {
         X: Ranged<ValueType = XT> + ValueFormatter<XT>,
         Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
     {
-        chart
-            .configure_mesh()
-            .x_desc(x)
+        self.mesh_labelled(chart, x, y, None)
+    }
+
+    /// [`Self::mesh`], the y axis's values labelled by `y_labels` where given.
+    pub(crate) fn mesh_labelled<DB, X, Y, XT, YT>(
+        &self,
+        chart: &mut ChartContext<'_, DB, Cartesian2d<X, Y>>,
+        x: &str,
+        y: &str,
+        y_labels: Option<&dyn Fn(&YT) -> String>,
+    ) -> DrawResult<DB>
+    where
+        DB: DrawingBackend,
+        X: Ranged<ValueType = XT> + ValueFormatter<XT>,
+        Y: Ranged<ValueType = YT> + ValueFormatter<YT>,
+    {
+        let mut mesh = chart.configure_mesh();
+        mesh.x_desc(x)
             .y_desc(y)
             .axis_style(self.text)
             .bold_line_style(self.grid)
             // Light lines between the labelled ones: more to draw at each redraw, little to read.
             .light_line_style(TRANSPARENT)
             .label_style(self.font(13))
-            .axis_desc_style(self.font(14))
-            .draw()
+            .axis_desc_style(self.font(14));
+        if let Some(y_labels) = y_labels {
+            mesh.y_label_formatter(y_labels);
+        }
+        mesh.draw()
     }
 
     /// The series' legend in a corner of the plotting area, in this theme's colours. Drawn here
