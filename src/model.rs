@@ -16,7 +16,8 @@ mod layers;
 mod named;
 
 pub use layers::{LAYERS, LayerOutputs};
-pub(crate) use named::{MapNamed, VisitNamed, map_named, visit_named};
+pub(crate) use named::{MapNamed, flat_parameters, map_named};
+pub use named::{NamedWeightsError, model_from_weights, read_weights};
 
 /// conv(1,c1,5)-maxpool2-conv(c1,c2,5)-maxpool2-fc(16·c2,hidden)-fc(hidden,10), ReLU after each
 /// conv and after fc1.

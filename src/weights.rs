@@ -8,9 +8,8 @@ use burn::store::{BurnToPyTorchAdapter, ModuleSnapshot, PyTorchToBurnAdapter, Sa
 use safetensors::{Dtype, SafeTensors};
 use thiserror::Error;
 
-use crate::config::{ModelKind, TrainConfig};
-use crate::model::{Layout, Net, NetConfig, relayout};
-use crate::train::checkpoint::{CheckpointError, model_from_weights, read_weights};
+use crate::config::ModelKind;
+use crate::model::{Layout, Net, NetConfig, model_from_weights, read_weights, relayout};
 
 /// A lenet's weights take 1.7 MB; a file this large is not a LeNet's, and is not read.
 pub const MAX_WEIGHTS_BYTES: usize = 16 << 20;
@@ -56,13 +55,11 @@ pub fn to_safetensors(model: &Net) -> Result<Vec<u8>, WeightsError> {
 /// A copy on the CPU backend of a model on any device, its parameters read back without
 /// blocking (WebGPU cannot block): [`to_safetensors`] writes it on any backend.
 pub async fn to_cpu(model: &Net, kind: ModelKind) -> Result<Net, WeightsError> {
-    let save = |e: CheckpointError| WeightsError::Save(e.to_string());
-    let weights = read_weights(model).await.map_err(save)?;
-    let config = TrainConfig {
-        model: kind,
-        ..TrainConfig::default()
-    };
-    model_from_weights(&config, &weights, &Device::flex()).map_err(save)
+    let weights = read_weights(model)
+        .await
+        .map_err(|e| WeightsError::Save(e.to_string()))?;
+    model_from_weights(kind, &weights, &Device::flex())
+        .map_err(|e| WeightsError::Save(e.to_string()))
 }
 
 /// A `model` on `device` with the weights of a `.safetensors` file: every parameter present

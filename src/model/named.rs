@@ -1,9 +1,35 @@
 //! Each float parameter of a module with its path, as PyTorch names it (`conv1.weight`): what
 //! the layouts, the optimizer's state and the checkpoints key on. burn's visitors are told
-//! when they enter and leave a module; the path is kept here, once.
+//! when they enter and leave a module; the path is kept here, once. And a model's weights by
+//! path: read back from its device, and put into a new model, each checked against it.
+
+use std::collections::BTreeMap;
 
 use burn::module::{Module, ModuleMapper, ModuleVisitor, Param};
 use burn::prelude::*;
+use burn::tensor::TensorData;
+use thiserror::Error;
+
+use super::{Layout, Net, NetConfig, pytorch_layout};
+use crate::config::ModelKind;
+use crate::readback::{ReadbackError, read_together};
+
+/// Why weights by path are not a model's.
+#[derive(Debug, Error)]
+pub enum NamedWeightsError {
+    #[error("{0} is missing")]
+    Missing(String),
+    #[error("{name} has shape {found:?}, the model needs {expected:?}")]
+    Shape {
+        name: String,
+        found: Vec<usize>,
+        expected: Vec<usize>,
+    },
+    #[error("{0} is no parameter of the model")]
+    Unexpected(String),
+    #[error(transparent)]
+    Readback(#[from] ReadbackError),
+}
 
 /// Sees each float parameter with its path.
 pub(crate) trait VisitNamed {
@@ -74,6 +100,103 @@ impl<T: MapNamed> ModuleMapper for Named<'_, T> {
     fn map_float<const D: usize>(&mut self, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
         let name = self.name();
         self.inner.map(&name, param)
+    }
+}
+
+/// Every float parameter of `model` by path, flat, in PyTorch's layout, with its shape.
+pub(crate) fn flat_parameters(model: &Net) -> Vec<(String, Tensor<1>, Vec<usize>)> {
+    let mut parameters = Parameters::default();
+    visit_named(model, &mut parameters);
+    parameters.found
+}
+
+#[derive(Default)]
+struct Parameters {
+    found: Vec<(String, Tensor<1>, Vec<usize>)>,
+}
+
+impl VisitNamed for Parameters {
+    fn visit<const D: usize>(&mut self, name: &str, param: &Param<Tensor<D>>) {
+        let dims = param.dims().to_vec();
+        let tensor = pytorch_layout(name, param.val(), &dims, Layout::Pytorch);
+        let flat = tensor.reshape([dims.iter().product::<usize>()]);
+        self.found.push((name.to_string(), flat, dims));
+    }
+}
+
+/// Every parameter of `model` by path, read back from its device in one transfer, without
+/// blocking (which WebGPU cannot do).
+pub async fn read_weights(model: &Net) -> Result<BTreeMap<String, TensorData>, ReadbackError> {
+    let (names, tensors): (Vec<_>, Vec<_>) = flat_parameters(model)
+        .into_iter()
+        .map(|(name, tensor, dims)| (name, (tensor.inner(), dims)))
+        .unzip();
+    let (tensors, shapes): (Vec<_>, Vec<_>) = tensors.into_iter().unzip();
+    let read = read_together(tensors).await?;
+    let data = read
+        .into_iter()
+        .zip(shapes)
+        .map(|(values, dims)| TensorData::new(values, dims));
+    Ok(names.into_iter().zip(data).collect())
+}
+
+/// A model of `kind` on `device` with `weights` (as [`read_weights`] gives them): every
+/// parameter present with its shape, and nothing else.
+pub fn model_from_weights(
+    kind: ModelKind,
+    weights: &BTreeMap<String, TensorData>,
+    device: &Device,
+) -> Result<Net, NamedWeightsError> {
+    let mut assign = AssignWeights {
+        weights,
+        device,
+        used: Vec::new(),
+        error: None,
+    };
+    // Every value is replaced: the seed draws nothing that stays.
+    let model = map_named(NetConfig::from(kind).init(device, 0), &mut assign);
+    if let Some(error) = assign.error {
+        return Err(error);
+    }
+    let used = assign.used;
+    match weights.keys().find(|name| !used.contains(name)) {
+        Some(name) => Err(NamedWeightsError::Unexpected(name.clone())),
+        None => Ok(model),
+    }
+}
+
+/// Replaces each parameter's value with the one of its path, keeping its id.
+struct AssignWeights<'a> {
+    weights: &'a BTreeMap<String, TensorData>,
+    device: &'a Device,
+    used: Vec<String>,
+    error: Option<NamedWeightsError>,
+}
+
+impl MapNamed for AssignWeights<'_> {
+    fn map<const D: usize>(&mut self, name: &str, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
+        let expected = param.dims().to_vec();
+        let found = match self.weights.get(name) {
+            Some(data) if data.shape().as_slice() == expected.as_slice() => data,
+            Some(data) => {
+                self.error.get_or_insert(NamedWeightsError::Shape {
+                    name: name.to_string(),
+                    found: data.shape().to_vec(),
+                    expected,
+                });
+                return param;
+            }
+            None => {
+                self.error
+                    .get_or_insert(NamedWeightsError::Missing(name.to_string()));
+                return param;
+            }
+        };
+        let tensor = Tensor::from_data(found.clone(), self.device);
+        let tensor = pytorch_layout(name, tensor, &expected, Layout::Ours);
+        self.used.push(name.to_string());
+        let (id, _, mapper) = param.consume();
+        Param::from_mapped_value(id, tensor, mapper)
     }
 }
 

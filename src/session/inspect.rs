@@ -11,8 +11,7 @@ use super::{Host, Model, Session, SessionError};
 use crate::data::IMAGE_PIXELS;
 use crate::inspect::inside::look_inside;
 use crate::inspect::projector::digit_map;
-use crate::model::NetConfig;
-use crate::train::checkpoint::model_from_weights;
+use crate::model::{NetConfig, model_from_weights};
 use crate::weights::from_safetensors;
 
 /// SmoothGrad's noise is drawn from this seed: the same digit gives the same map at each
@@ -32,9 +31,12 @@ impl<H: Host> Session<H> {
         };
         match latest {
             Some(checkpoint) => {
-                let net =
-                    model_from_weights(&checkpoint.config, &checkpoint.weights, &Device::flex())
-                        .map_err(|e| SessionError::RunFailed(e.to_string()))?;
+                let net = model_from_weights(
+                    checkpoint.config.model,
+                    &checkpoint.weights,
+                    &Device::flex(),
+                )
+                .map_err(|e| SessionError::RunFailed(e.to_string()))?;
                 let kind = checkpoint.config.model;
                 Ok((Rc::new(Model { net, kind }), Some(checkpoint.position.step)))
             }

@@ -3,11 +3,12 @@
 
 use burn::prelude::*;
 
-use super::checkpoint::model_from_weights;
+use super::checkpoint::CheckpointError;
 use super::early_stop::EarlyStopState;
 use super::{Outcome, TrainError, TrainEvent, Trained};
 use crate::config::TrainConfig;
 use crate::model::Net;
+use crate::model::model_from_weights;
 
 /// How a run ended, and what it keeps.
 pub(super) struct End<'a> {
@@ -35,7 +36,8 @@ impl<'a> End<'a> {
     ) -> Result<Trained, TrainError> {
         let (model, best_epoch) = match &self.early.best {
             Some(best) => {
-                let kept = model_from_weights(config, &best.weights, device)?;
+                let kept = model_from_weights(config.model, &best.weights, device)
+                    .map_err(CheckpointError::from)?;
                 on_event(TrainEvent::BestKept {
                     epoch: best.epoch,
                     on: config.early_stop.on,

@@ -355,10 +355,7 @@ async fn checkpoint() -> Checkpoint {
     let model = NetConfig::from(config.model).init(&device, config.seed);
     let mut optimizer = Optimizer::new(&config);
     optimizer.steps = 1;
-    for (name, weight) in webtrain::train::checkpoint::read_weights(&model)
-        .await
-        .unwrap()
-    {
+    for (name, weight) in webtrain::model::read_weights(&model).await.unwrap() {
         let zeros = Tensor::<1>::zeros([weight.num_elements()], &device);
         let zeros = buffer_from_flat(zeros, weight.shape().as_slice()).unwrap();
         optimizer.state.insert(name, vec![zeros]);

@@ -7,7 +7,7 @@ use burn::prelude::*;
 use webtrain::config::{AugmentConfig, ModelKind, TrainConfig};
 use webtrain::device::{BackendChoice, select_device};
 use webtrain::model::NetConfig;
-use webtrain::train::checkpoint::read_weights;
+use webtrain::model::read_weights;
 use webtrain::train::{Outcome, Placement, TrainControl, TrainEvent, train_from};
 
 /// Each step's loss, and the weights after the run, flattened by parameter name.

@@ -12,7 +12,7 @@ use webtrain::data::batcher::{MnistBatcher, epoch_order};
 use webtrain::inspect::learning::{Bands, LearningReport, dead_share, update_ratio};
 use webtrain::inspect::watch::LearningWarning;
 use webtrain::model::{LAYERS, NetConfig};
-use webtrain::train::checkpoint::{model_from_weights, read_weights};
+use webtrain::model::{model_from_weights, read_weights};
 use webtrain::train::{TrainControl, TrainEvent, train};
 
 use crate::common;
@@ -91,7 +91,7 @@ fn the_learning_figures_are_the_hosts() {
     let mut parameters = 0;
     for (report, step) in reported.learning.iter().zip(steps) {
         let (before, after) = (&reported.weights[step - 1], &reported.weights[step]);
-        let net = model_from_weights(&config, after, &Device::flex()).unwrap();
+        let net = model_from_weights(config.model, after, &Device::flex()).unwrap();
         let images = batcher
             .batch(&data.train, &order[(step - 1) * 64..step * 64])
             .images;

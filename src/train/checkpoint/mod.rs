@@ -9,16 +9,16 @@ pub mod format;
 
 use std::collections::{BTreeMap, HashMap};
 
-use burn::module::Param;
 use burn::prelude::*;
-use burn::tensor::{ExecutionError, TensorData, Transaction};
+use burn::tensor::TensorData;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::config::{ConfigError, OptimizerKind, TrainConfig};
 use crate::model::{
-    Layout, MapNamed, Net, NetConfig, VisitNamed, map_named, pytorch_layout, visit_named,
+    Layout, NamedWeightsError, Net, flat_parameters, model_from_weights, pytorch_layout,
 };
+use crate::readback::{ReadbackError, read_together};
 use crate::train::early_stop::EarlyStopState;
 use crate::train::optimizer::{Optimizer, buffer_from_flat, flat_buffer};
 
@@ -96,6 +96,35 @@ pub enum CheckpointError {
     DeviceLost(String),
 }
 
+impl From<ReadbackError> for CheckpointError {
+    fn from(error: ReadbackError) -> Self {
+        match error {
+            ReadbackError::DeviceLost(reason) => Self::DeviceLost(reason),
+            ReadbackError::Failed(why) => Self::Readback(why),
+        }
+    }
+}
+
+/// The checkpoint's weights, by their names in its file.
+impl From<NamedWeightsError> for CheckpointError {
+    fn from(error: NamedWeightsError) -> Self {
+        match error {
+            NamedWeightsError::Missing(name) => Self::Missing(format!("{WEIGHTS}{name}")),
+            NamedWeightsError::Shape {
+                name,
+                found,
+                expected,
+            } => Self::Shape {
+                name: format!("{WEIGHTS}{name}"),
+                found,
+                expected,
+            },
+            NamedWeightsError::Unexpected(name) => Self::Unexpected(format!("{WEIGHTS}{name}")),
+            NamedWeightsError::Readback(error) => error.into(),
+        }
+    }
+}
+
 /// Where a run is: the step it takes next.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Position {
@@ -135,87 +164,23 @@ pub struct Checkpoint {
     pub early_stop: EarlyStopState,
 }
 
-/// Every float parameter of a module with its path, flattened, and its shape.
-#[derive(Default)]
-struct Parameters {
-    found: Vec<(String, Tensor<1>, Vec<usize>)>,
-}
-
-impl VisitNamed for Parameters {
-    fn visit<const D: usize>(&mut self, name: &str, param: &Param<Tensor<D>>) {
-        let dims = param.dims().to_vec();
-        let tensor = pytorch_layout(name, param.val(), &dims, Layout::Pytorch);
-        let flat = tensor.reshape([dims.iter().product::<usize>()]);
-        self.found.push((name.to_string(), flat, dims));
-    }
-}
-
 /// Reads flat tensors back together, in one transaction and without blocking (which WebGPU
 /// cannot do), each given back in its shape: one wait for the device, not one per tensor.
 async fn read_all(
     tensors: Vec<(Tensor<1>, Vec<usize>)>,
 ) -> Result<Vec<TensorData>, CheckpointError> {
-    let mut transaction = Transaction::default();
-    let mut shapes = Vec::with_capacity(tensors.len());
-    for (tensor, dims) in tensors {
-        // One backend for all: a trained model's weights are autodiff tensors, the optimizer's
-        // buffers are not (`inner` leaves those as they are).
-        transaction = transaction.register(tensor.inner());
-        shapes.push(dims);
-    }
-    let data = transaction.execute_async().await.map_err(|e| match e {
-        ExecutionError::DevicePoisoned { reason } => CheckpointError::DeviceLost(reason),
-        other => CheckpointError::Readback(other.to_string()),
-    })?;
-    data.into_iter()
-        .zip(shapes)
-        .map(|(data, dims)| {
-            let values = data
-                .try_to_vec::<f32>()
-                .map_err(|e| CheckpointError::Readback(format!("{e:?}")))?;
-            Ok(TensorData::new(values, dims))
-        })
-        .collect()
-}
-
-/// Every parameter of `model` by path and flat, in PyTorch's layout, with its shape.
-fn parameters(model: &Net) -> Vec<(String, Tensor<1>, Vec<usize>)> {
-    let mut parameters = Parameters::default();
-    visit_named(model, &mut parameters);
-    parameters.found
-}
-
-/// Every parameter of `model` by path, read back from its device.
-pub async fn read_weights(model: &Net) -> Result<BTreeMap<String, TensorData>, CheckpointError> {
-    let (names, tensors): (Vec<_>, Vec<_>) = parameters(model)
+    // One backend for all: a trained model's weights are autodiff tensors, the optimizer's
+    // buffers are not (`inner` leaves those as they are).
+    let (tensors, shapes): (Vec<_>, Vec<_>) = tensors
         .into_iter()
-        .map(|(name, tensor, dims)| (name, (tensor, dims)))
+        .map(|(tensor, dims)| (tensor.inner(), dims))
         .unzip();
-    Ok(names.into_iter().zip(read_all(tensors).await?).collect())
-}
-
-/// A model of `config`'s kind on `device` with `weights`, each checked against it.
-pub fn model_from_weights(
-    config: &TrainConfig,
-    weights: &BTreeMap<String, TensorData>,
-    device: &Device,
-) -> Result<Net, CheckpointError> {
-    let mut assign = AssignWeights {
-        weights,
-        device,
-        used: Vec::new(),
-        error: None,
-    };
-    let model = NetConfig::from(config.model).init(device, config.seed);
-    let model = map_named(model, &mut assign);
-    if let Some(error) = assign.error {
-        return Err(error);
-    }
-    let used = assign.used;
-    match weights.keys().find(|name| !used.contains(name)) {
-        Some(name) => Err(CheckpointError::Unexpected(format!("{WEIGHTS}{name}"))),
-        None => Ok(model),
-    }
+    let read = read_together(tensors).await?;
+    Ok(read
+        .into_iter()
+        .zip(shapes)
+        .map(|(values, dims)| TensorData::new(values, dims))
+        .collect())
 }
 
 impl Checkpoint {
@@ -229,7 +194,7 @@ impl Checkpoint {
         early_stop: &EarlyStopState,
     ) -> Result<Self, CheckpointError> {
         // The weights and every optimizer buffer, read back in one transaction.
-        let weights = parameters(model);
+        let weights = flat_parameters(model);
         let mut tensors: Vec<_> = weights
             .iter()
             .map(|(_, tensor, dims)| (tensor.clone(), dims.clone()))
@@ -275,11 +240,11 @@ impl Checkpoint {
     /// The model and optimizer on `device`, as they were; every tensor checked against the
     /// model the settings name.
     pub fn restore(&self, device: &Device) -> Result<(Net, Optimizer), CheckpointError> {
-        let model = model_from_weights(&self.config, &self.weights, device)?;
+        let model = model_from_weights(self.config.model, &self.weights, device)?;
         // Checked on the host: the run rebuilds the best epoch's model on its device only at
         // its end, if it keeps it.
         if let Some(best) = &self.early_stop.best {
-            model_from_weights(&self.config, &best.weights, &Device::flex())?;
+            model_from_weights(self.config.model, &best.weights, &Device::flex())?;
         }
         let mut optimizer = Optimizer::new(&self.config);
         optimizer.steps = self.optimizer_steps;
@@ -384,40 +349,5 @@ impl Checkpoint {
             true => Ok(()),
             false => Err(CheckpointError::Order(epoch_len)),
         }
-    }
-}
-
-/// Replaces each parameter's value with the checkpoint's, keeping its id.
-struct AssignWeights<'a> {
-    weights: &'a BTreeMap<String, TensorData>,
-    device: &'a Device,
-    used: Vec<String>,
-    error: Option<CheckpointError>,
-}
-
-impl MapNamed for AssignWeights<'_> {
-    fn map<const D: usize>(&mut self, name: &str, param: Param<Tensor<D>>) -> Param<Tensor<D>> {
-        let expected = param.dims().to_vec();
-        let found = match self.weights.get(name) {
-            Some(data) if data.shape().as_slice() == expected.as_slice() => data,
-            Some(data) => {
-                self.error.get_or_insert(CheckpointError::Shape {
-                    name: format!("{WEIGHTS}{name}"),
-                    found: data.shape().to_vec(),
-                    expected,
-                });
-                return param;
-            }
-            None => {
-                self.error
-                    .get_or_insert(CheckpointError::Missing(format!("{WEIGHTS}{name}")));
-                return param;
-            }
-        };
-        let tensor = Tensor::from_data(found.clone(), self.device);
-        let tensor = pytorch_layout(name, tensor, &expected, Layout::Ours);
-        self.used.push(name.to_string());
-        let (id, _, mapper) = param.consume();
-        Param::from_mapped_value(id, tensor, mapper)
     }
 }
