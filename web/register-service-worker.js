@@ -11,25 +11,51 @@
 const RELOADED = `webtrain-isolation-reload ${new URL('./', location.href).pathname}`;
 // The page's phases (its body's data-state, src/page/phase.rs) in which a reload loses nothing.
 const IDLE = ['loading', 'ready'];
+// The page downloads MNIST once this settles: once it is known that the page will not be
+// reloaded into isolation, whose reload would cut the download off midway (to begin again). A
+// worker that takes longer than SETTLE_MS to take over (its script slow to come) holds the
+// page no longer: its reload then waits for the next visit if a run has started.
+const SETTLE_MS = 10_000;
+let settle;
+window.webtrainIsolation = new Promise((resolve) => {
+  settle = resolve;
+  setTimeout(resolve, SETTLE_MS);
+});
 
 // Isolated now: the next page that is not may reload once again. Said before anything else,
 // so that a page left at once (its registration still being checked) leaves no stale mark.
-if (window.crossOriginIsolated) sessionStorage.removeItem(RELOADED);
+if (window.crossOriginIsolated) {
+  sessionStorage.removeItem(RELOADED);
+  settle();
+}
 
 if ('serviceWorker' in navigator) {
   const reload = () => {
-    if (window.crossOriginIsolated || sessionStorage.getItem(RELOADED) !== null) return;
+    if (window.crossOriginIsolated || sessionStorage.getItem(RELOADED) !== null) return settle();
     const state = document.body?.dataset.state;
-    if (state !== undefined && !IDLE.includes(state)) return;
+    if (state !== undefined && !IDLE.includes(state)) return settle();
     sessionStorage.setItem(RELOADED, '1');
     location.reload();
   };
   navigator.serviceWorker.register('./service-worker.js').then((registration) => {
+    // No registration: the browser (or its automation) refused it.
+    if (!registration) return settle();
     if (navigator.serviceWorker.controller) {
       registration.update().catch((error) => console.warn(`webtrain: no check for a new build: ${error}`));
     }
     if (window.crossOriginIsolated) return;
     if (navigator.serviceWorker.controller) return reload();
     navigator.serviceWorker.addEventListener('controllerchange', reload, { once: true });
-  }, (error) => console.warn(`webtrain: no service worker, so no offline use: ${error}`));
+    // The worker that will take over: none where the active one does not control this page
+    // (a hard reload), which it does from the next visit; one that fails to install never does.
+    const activating = registration.active?.state === 'activating' ? registration.active : null;
+    const coming = registration.installing ?? registration.waiting ?? activating;
+    if (!coming) return settle();
+    coming.addEventListener('statechange', () => coming.state === 'redundant' && settle());
+  }, (error) => {
+    console.warn(`webtrain: no service worker, so no offline use: ${error}`);
+    settle();
+  });
+} else {
+  settle();
 }

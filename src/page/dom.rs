@@ -69,3 +69,16 @@ pub fn failed(error: JsValue) -> PageError {
 pub fn now_ms() -> f64 {
     js_sys::Date::now()
 }
+
+/// Waits until this page will not be reloaded into cross-origin isolation
+/// (`web/register-service-worker.js`'s `webtrainIsolation`): a download begun before that
+/// reload would be cut off midway, and begin again after it.
+pub async fn isolation_settled() {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let settled = js_sys::Reflect::get(&window, &"webtrainIsolation".into());
+    if let Ok(promise) = settled.and_then(|s| s.dyn_into::<js_sys::Promise>()) {
+        let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
+    }
+}

@@ -121,6 +121,7 @@ async fn boot(page: &Shared) -> Result<(), PageError> {
     charts::draw_empty(form::form_config().unwrap_or_default()).await;
     learning::redraw().await;
     let progress = by_id::<HtmlProgressElement>("data-progress");
+    dom::isolation_settled().await;
     let sizes = trainer
         .ask_reporting(Download {}, move |downloaded| {
             progress.set_value(downloaded.fraction);
