@@ -273,7 +273,7 @@ def markdown(results):
                f"| ≤ {BUNDLE_LIMIT / 1e6:.1f} MB | {'yes' if b['met'] else 'no'} |")
     k = results["kept_runs"]
     held = (f"{k['longest_task_ms']:.0f} ms ({k['tasks_over_50_ms']} tasks over 50 ms, "
-            f"{k['storage_mb']:.1f} MB stored)" if k["ok"] else f"n/a: {k['error']}")
+            f"{k['records_mb']:.1f} MB of records)" if k["ok"] else f"n/a: {k['error']}")
     out.append(f"| 100 kept runs drawn, re-sorted and redrawn: the main thread's longest task | {held} "
                f"| ≤ {KEPT_RUNS_LIMIT_MS} ms | {'yes' if k['met'] else 'no'} |")
     threaded, single = page_cpu(results["rows"]), page_cpu(results["rows"], isolated=False)
