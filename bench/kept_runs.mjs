@@ -68,8 +68,10 @@ export async function drawAll(page, count) {
   }, count);
 }
 
-// Counts the main thread's long tasks and event-loop gaps from the page's start.
-function watchMainThread() {
+// Every main-thread task over 50 ms (the Long Tasks API), and the longest gap between two
+// turns of the event loop, which also counts the shorter ones: from the page's start, in the
+// page (an init script).
+export function watchMainThread() {
   window.longTasks = [];
   new PerformanceObserver((list) => window.longTasks.push(...list.getEntries()))
     .observe({ type: 'longtask', buffered: true });
@@ -83,6 +85,13 @@ function watchMainThread() {
   };
   setTimeout(tick, 0);
 }
+
+// The main thread's long tasks and longest event-loop gap since `since` (performance.now()),
+// in ms, as `watchMainThread` counted them.
+export const mainThreadSince = (page, since) => page.evaluate((since) => ({
+  longTasks: window.longTasks.filter((t) => t.startTime >= since).map((t) => t.duration),
+  longestGap: Math.max(0, ...window.loopGaps.filter(([at]) => at >= since).map(([, gap]) => gap)),
+}), since);
 
 async function measure(base, count) {
   const { chromium } = await import('playwright-core');
@@ -101,13 +110,10 @@ async function measure(base, count) {
     await drawAll(page, count);
     // Until the page has nothing left to do: the last redraw's tasks counted.
     await page.evaluate(() => new Promise((resolve) => requestIdleCallback(resolve, { timeout: 10_000 })));
-    const { tasks, gap } = await page.evaluate((since) => ({
-      tasks: window.longTasks.filter((t) => t.startTime >= since).map((t) => t.duration),
-      gap: Math.max(0, ...window.loopGaps.filter(([at]) => at >= since).map(([, gap]) => gap)),
-    }), since);
+    const { longTasks, longestGap } = await mainThreadSince(page, since);
     return {
-      ok: true, runs: count, records_mb: stored / 1e6, tasks_over_50_ms: tasks.length,
-      longest_task_ms: Math.max(0, ...tasks), longest_gap_ms: gap,
+      ok: true, runs: count, records_mb: stored / 1e6, tasks_over_50_ms: longTasks.length,
+      longest_task_ms: Math.max(0, ...longTasks), longest_gap_ms: longestGap,
     };
   } finally {
     await browser.close();

@@ -7,7 +7,7 @@ import { readFileSync, writeFileSync, appendFileSync, mkdirSync, rmSync, existsS
 import { execFileSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
 import * as ort from 'onnxruntime-web';
-import { drawAll, keepRuns } from '../../bench/kept_runs.mjs';
+import { drawAll, keepRuns, mainThreadSince, watchMainThread } from '../../bench/kept_runs.mjs';
 
 const root = new URL('../../', import.meta.url);
 const AXE = readFileSync(new URL('node_modules/axe-core/axe.min.js', import.meta.url), 'utf8');
@@ -30,29 +30,6 @@ after(() => browser?.close());
 // ("… on a static host …") open it themselves.
 const newPage = (options = {}) => browser.newPage({ serviceWorkers: 'block', ...options });
 const newContext = (options = {}) => browser.newContext({ serviceWorkers: 'block', ...options });
-
-// Every main-thread task over 50 ms (the Long Tasks API), and the longest gap between two
-// turns of the event loop, which also counts the shorter ones.
-function watchMainThread() {
-  window.longTasks = [];
-  new PerformanceObserver((list) => window.longTasks.push(...list.getEntries()))
-    .observe({ type: 'longtask', buffered: true });
-  window.loopGaps = [];
-  let last = performance.now();
-  const tick = () => {
-    const now = performance.now();
-    window.loopGaps.push([last, now - last]);
-    last = now;
-    setTimeout(tick, 0);
-  };
-  setTimeout(tick, 0);
-}
-
-// The longest main-thread task and event-loop gap since `since` (performance.now()), in ms.
-const mainThreadSince = (page, since) => page.evaluate((since) => ({
-  longTasks: window.longTasks.filter((t) => t.startTime >= since).map((t) => t.duration),
-  longestGap: Math.max(0, ...window.loopGaps.filter(([at]) => at >= since).map(([, gap]) => gap)),
-}), since);
 
 // Waits for the page to finish booting. A page that does not is described (phase, the data's
 // and the backend's lines, its error), so that a failure says at which step of the boot it stopped.
